@@ -1,0 +1,98 @@
+"""The list of checks and how they run.
+
+A check is a pure function ``(view, config) -> list[Finding]``: it reads the ``ClusterView`` and
+its own frozen config dataclass and returns findings. It does no I/O and keeps no state between
+calls, so the same view always gives the same findings (the scan is reproducible and the daemon
+can run checks on every change).
+
+Each check module registers itself with ``@check(name, config_type)``; ``run_checks`` runs them
+all (or a chosen subset), isolating failures: a check that raises on odd input is reported as a
+``kubemedic-check-error`` finding instead of hiding every other check's results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from kubemedic.checks.findings import Finding, Severity
+from kubemedic.model.objects import ObjectRef
+from kubemedic.model.quantities import QuantityError
+from kubemedic.model.view import ClusterView
+
+__all__ = ["REGISTRY", "CheckSpec", "check", "run_checks"]
+
+C = TypeVar("C")
+CheckFn = Callable[[ClusterView, C], list[Finding]]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSpec(Generic[C]):
+    name: str
+    function: Callable[[ClusterView, C], list[Finding]]
+    config_type: type[C]
+    summary: str
+
+    def run(self, view: ClusterView, config: Any | None = None) -> list[Finding]:
+        chosen = config if config is not None else self.config_type()
+        return self.function(view, chosen)
+
+
+REGISTRY: dict[str, CheckSpec[Any]] = {}
+
+
+def check(name: str, config_type: type[C]) -> Callable[[CheckFn[C]], CheckFn[C]]:
+    """Register a check function under ``name`` with its config dataclass."""
+
+    def register(function: CheckFn[C]) -> CheckFn[C]:
+        if name in REGISTRY:
+            raise ValueError(f"check {name!r} registered twice")
+        doc = (function.__doc__ or "").strip().splitlines()
+        REGISTRY[name] = CheckSpec(
+            name=name, function=function, config_type=config_type, summary=doc[0] if doc else ""
+        )
+        return function
+
+    return register
+
+
+def run_checks(
+    view: ClusterView,
+    *,
+    names: Iterable[str] | None = None,
+    configs: Mapping[str, Any] | None = None,
+) -> list[Finding]:
+    """Run the chosen checks (all by default) and return their findings, most severe first.
+
+    A ``QuantityError`` (an invalid quantity in some object) is not a crash of the check but bad
+    input: it becomes a warning finding naming the object and field, and the check's other
+    findings are lost only for that check.
+    """
+    chosen = list(REGISTRY) if names is None else list(names)
+    unknown = [name for name in chosen if name not in REGISTRY]
+    if unknown:
+        raise KeyError(f"unknown check(s): {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+    findings: list[Finding] = []
+    for name in chosen:
+        spec = REGISTRY[name]
+        config = (configs or {}).get(name)
+        try:
+            findings.extend(spec.run(view, config))
+        except QuantityError as error:
+            findings.append(_input_error(view, name, str(error)))
+    findings.sort(key=lambda finding: finding.sort_key)
+    return findings
+
+
+def _input_error(view: ClusterView, name: str, message: str) -> Finding:
+    return Finding(
+        check="invalid-input",
+        severity=Severity.WARNING,
+        object=ObjectRef(kind="Check", name=name, api_version="kubemedic.io/v1"),
+        message=f"check {name} could not run: {message}",
+        cause=f"invalid-input:{name}",
+        first_seen=view.now,
+        last_seen=view.now,
+        evidence={"check": name, "error": message},
+    )

@@ -1,0 +1,1 @@
+"""Pure model of Kubernetes objects: quantities, resources, field paths, owners, the view."""

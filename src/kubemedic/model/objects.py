@@ -1,0 +1,125 @@
+"""Kubernetes object bodies as kubemedic reads them, and references to them.
+
+Bodies arrive as decoded JSON (``kubectl get -o json``, a watch event, a snapshot file). They are
+kept as plain mappings, the way the API server serialised them, and read through the small
+accessors here so that a missing or wrongly-typed field reads as "absent" rather than crashing a
+check: a snapshot from an old or odd cluster must still be judged.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "Body",
+    "ObjectRef",
+    "format_time",
+    "get_list",
+    "get_map",
+    "get_str",
+    "labels",
+    "parse_time",
+    "ref_of",
+]
+
+Body = Mapping[str, Any]
+"""A Kubernetes object as decoded JSON."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ObjectRef:
+    """Which object a finding is about (``object`` in the finding JSON)."""
+
+    kind: str
+    name: str
+    namespace: str | None = None
+    api_version: str = "v1"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+        }
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` (or ``name`` for cluster-scoped objects)."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+def get_map(body: Any, *keys: str) -> Mapping[str, Any]:
+    """The mapping at ``body[k1][k2]...``, or an empty mapping if any step is missing."""
+    node = body
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return {}
+        node = node.get(key)
+    return node if isinstance(node, Mapping) else {}
+
+
+def get_list(body: Any, *keys: str) -> list[Any]:
+    """The list at ``body[k1][k2]...``, or an empty list."""
+    node = body
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return []
+        node = node.get(key)
+    return node if isinstance(node, list) else []
+
+
+def get_str(body: Any, *keys: str) -> str | None:
+    """The string at ``body[k1][k2]...``, or None."""
+    node = body
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node if isinstance(node, str) else None
+
+
+def labels(body: Body) -> Mapping[str, str]:
+    return get_map(body, "metadata", "labels")
+
+
+def ref_of(body: Body) -> ObjectRef:
+    meta = get_map(body, "metadata")
+    namespace = meta.get("namespace")
+    return ObjectRef(
+        kind=str(body.get("kind") or ""),
+        name=str(meta.get("name") or ""),
+        namespace=namespace if isinstance(namespace, str) and namespace else None,
+        api_version=str(body.get("apiVersion") or "v1"),
+    )
+
+
+@functools.lru_cache(maxsize=131072)
+def _parse_time_cached(text: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp (``metav1.Time`` or ``MicroTime``) as an aware datetime, or None."""
+    if not isinstance(value, str) or not value or len(value) > 64:
+        return None
+    return _parse_time_cached(value)
+
+
+def format_time(value: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z``, seconds precision (as ``metav1.Time`` prints)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,4 +1,31 @@
-"""Object factories for tests (re-exported from ``kubemedic.testing.builders``)."""
+"""Object factories for tests: the package's own builders, under a short name."""
 
-from kubemedic.testing.builders import *  # noqa: F403
-from kubemedic.testing.builders import __all__ as __all__
+from kubemedic.testing.builders import (
+    container,
+    deployment,
+    event,
+    managed_entry,
+    node,
+    node_metrics,
+    pod,
+    pod_metrics,
+    priority_class,
+    replicaset,
+    stamp,
+    uid_for,
+)
+
+__all__ = [
+    "container",
+    "deployment",
+    "event",
+    "managed_entry",
+    "node",
+    "node_metrics",
+    "pod",
+    "pod_metrics",
+    "priority_class",
+    "replicaset",
+    "stamp",
+    "uid_for",
+]

@@ -114,7 +114,11 @@ def _parse_time_cached(text: str) -> datetime | None:
 
 
 def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 timestamp (``metav1.Time`` or ``MicroTime``) as an aware datetime, or None."""
+    """An RFC 3339 timestamp (``metav1.Time`` or ``MicroTime``) as an aware datetime, or None.
+
+    Hand-written YAML with unquoted timestamps decodes to ``datetime`` already: accepted too."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     if not isinstance(value, str) or not value or len(value) > 64:
         return None
     return _parse_time_cached(value)

@@ -47,7 +47,7 @@ class _Where:
     key: str
 
     def at(self, path: str) -> str:
-        return f"{self.kind} {self.key} {path}"
+        return f"{self.kind} {self.key}{'' if self.key.endswith('.') else ' '}{path}"
 
 
 def _resource_list(raw: Any, *, where: str) -> ResourceList:
@@ -77,9 +77,11 @@ def container_resources(container: Any, field: str, *, where: str) -> ResourceLi
     return _resource_list(objects.get_map(container, "resources", field), where=where)
 
 
-def _aggregate(pod: objects.Body, field: str) -> ResourceList:
+def _aggregate(pod: objects.Body, field: str, *, prefix: str = "") -> ResourceList:
     meta = objects.get_map(pod, "metadata")
-    where = _Where("Pod", f"{meta.get('namespace', '')}/{meta.get('name', '')}")
+    namespace = meta.get("namespace")
+    key = f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
+    where = _Where(str(pod.get("kind") or "Pod"), f"{key} {prefix}".rstrip())
     spec = objects.get_map(pod, "spec")
 
     total: ResourceList = {}
@@ -114,14 +116,17 @@ def _aggregate(pod: objects.Body, field: str) -> ResourceList:
     return total
 
 
-def pod_requests(pod: objects.Body) -> ResourceList:
-    """The pod's effective requests (see the module docstring)."""
-    return _aggregate(pod, "requests")
+def pod_requests(pod: objects.Body, *, prefix: str = "") -> ResourceList:
+    """The pod's effective requests (see the module docstring).
+
+    ``pod`` may also be a workload body whose ``spec`` is a pod template's spec; ``prefix``
+    (e.g. ``"spec.template."``) is then put before field paths in error messages."""
+    return _aggregate(pod, "requests", prefix=prefix)
 
 
-def pod_limits(pod: objects.Body) -> ResourceList:
+def pod_limits(pod: objects.Body, *, prefix: str = "") -> ResourceList:
     """The pod's effective limits, counting only containers that set one."""
-    return _aggregate(pod, "limits")
+    return _aggregate(pod, "limits", prefix=prefix)
 
 
 def unbounded_limits(pod: objects.Body, resources: tuple[str, ...] = ("cpu", "memory")) -> set[str]:

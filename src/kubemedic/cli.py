@@ -1,0 +1,175 @@
+"""The ``kubemedic`` command line.
+
+Exit codes everywhere: 0 when nothing is at or above ``--fail-on``, 1 when something is, 2 for a
+usage or input error (the message names the file, object or flag at fault).
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from kubemedic import checks
+from kubemedic import demo as demo_module
+from kubemedic._version import __version__
+from kubemedic.checks import registry
+from kubemedic.checks.findings import Finding, Severity
+from kubemedic.model import objects
+from kubemedic.output import rendering
+from kubemedic.snapshot import loading
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="kubemedic",
+    help="Keeps Kubernetes clusters healthy and remembers what went wrong.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class OutputFormat(enum.StrEnum):
+    table = "table"
+    json = "json"
+
+
+class FailOn(enum.StrEnum):
+    critical = "critical"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kubemedic {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Keeps Kubernetes clusters healthy and remembers what went wrong."""
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(2)
+
+
+def _parse_at(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    parsed = objects.parse_time(text)
+    if parsed is None:
+        raise _fail(f"--at {text!r}: expected an RFC 3339 time such as 2023-02-01T20:00:00Z")
+    return parsed
+
+
+def exit_code(findings: list[Finding], fail_on: FailOn) -> int:
+    """0 when no finding is at or above ``fail_on``, else 1."""
+    if fail_on is FailOn.never:
+        return 0
+    threshold = Severity.parse(fail_on.value)
+    return 1 if any(finding.severity >= threshold for finding in findings) else 0
+
+
+def _chosen_checks(only: list[str] | None, skip: list[str] | None) -> list[str]:
+    known = list(checks.REGISTRY)
+    for name in [*(only or []), *(skip or [])]:
+        if name not in checks.REGISTRY:
+            raise _fail(f"--check/--skip-check {name!r}: unknown check; known: {', '.join(known)}")
+    chosen = list(only) if only else known
+    return [name for name in chosen if name not in set(skip or [])]
+
+
+@app.command()
+def scan(
+    *,
+    snapshot: Annotated[
+        Path | None,
+        typer.Option(
+            "--snapshot",
+            "-s",
+            help="A file or directory of `kubectl get -o json|yaml` output (.json, .yaml, .gz).",
+        ),
+    ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(help="Judge the snapshot as of this RFC 3339 time (default: its newest)."),
+    ] = None,
+    output: Annotated[OutputFormat, typer.Option("--output", "-o")] = OutputFormat.table,
+    fail_on: Annotated[
+        FailOn, typer.Option(help="Exit 1 when a finding is at or above this severity.")
+    ] = FailOn.warning,
+    check: Annotated[
+        list[str] | None, typer.Option("--check", help="Run only this check (repeatable).")
+    ] = None,
+    skip_check: Annotated[
+        list[str] | None, typer.Option("--skip-check", help="Do not run this check (repeatable).")
+    ] = None,
+) -> None:
+    """Scan a cluster snapshot once and report every risk found."""
+    if snapshot is None:
+        raise _fail("--snapshot PATH is required (a file or directory of kubectl -o json output)")
+    names = _chosen_checks(check, skip_check)
+    when = _parse_at(at)
+    try:
+        loaded = loading.load_snapshot(snapshot)
+    except loading.SnapshotError as error:
+        raise _fail(str(error)) from None
+    view = loaded.view(at=when)
+    findings = checks.run_checks(view, names=names)
+    if output is OutputFormat.json:
+        extra = {"snapshot": {"objects": len(loaded.bodies), "at": objects.format_time(view.now)}}
+        sys.stdout.buffer.write(
+            rendering.render_json(findings, generated_at=datetime.now(UTC), extra=extra)
+        )
+        sys.stdout.flush()
+    else:
+        rendering.render_table(
+            findings,
+            console=Console(),
+            title=f"kubemedic scan of {snapshot} as of {objects.format_time(view.now)}",
+            notes=_notes(loaded),
+        )
+    raise typer.Exit(exit_code(findings, fail_on))
+
+
+def _notes(loaded: loading.LoadedSnapshot) -> list[str]:
+    notes = [f"{len(loaded.bodies)} objects read from {len(loaded.files)} file(s)."]
+    if loaded.unknown_kinds:
+        counted = ", ".join(f"{n} {k}" for k, n in sorted(loaded.unknown_kinds.items()))
+        notes.append(f"Ignored (kinds kubemedic does not use): {counted}.")
+    if loaded.skipped_files:
+        notes.append(f"Skipped {len(loaded.skipped_files)} file(s) that are not JSON or YAML.")
+    return notes
+
+
+@app.command(name="checks")
+def list_checks() -> None:
+    """List the checks kubemedic runs."""
+    console = Console()
+    for name, spec in sorted(registry.REGISTRY.items()):
+        console.print(f"[bold]{name}[/]  {spec.summary}", highlight=False)
+
+
+@app.command()
+def demo() -> None:
+    """Scan the bundled snapshots of the three incidents (and a healthy control)."""
+    demo_module.run(console=Console())
+
+
+def main() -> None:
+    app()

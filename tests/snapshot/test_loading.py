@@ -1,0 +1,106 @@
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubemedic.snapshot.loading import SnapshotError, load_snapshot
+from tests.factories import container, deployment, node, pod
+
+
+def as_list(*items: dict) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+        "items": list(items),
+    }
+
+
+def test_a_directory_of_json_yaml_and_gzip_files_is_read_in_full(tmp_path: Path) -> None:
+    (tmp_path / "nodes.json").write_text(json.dumps(as_list(node("n1"), node("n2"))))
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all([pod("a"), pod("b")]))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "deploy.json.gz").write_bytes(
+        gzip.compress(json.dumps(deployment("d")).encode())
+    )
+    (tmp_path / "notes.txt").write_text("not a snapshot")
+    (tmp_path / ".hidden.json").write_text("{")
+    loaded = load_snapshot(tmp_path)
+    assert sorted(b["kind"] for b in loaded.bodies) == ["Deployment", "Node", "Node", "Pod", "Pod"]
+    assert [p.name for p in loaded.skipped_files] == ["notes.txt"]
+
+
+def test_typed_lists_from_the_rest_api_give_their_items_a_kind(tmp_path: Path) -> None:
+    item = pod("a")
+    del item["kind"], item["apiVersion"]
+    (tmp_path / "pods.json").write_text(
+        json.dumps({"kind": "PodList", "apiVersion": "v1", "items": [item]})
+    )
+    assert load_snapshot(tmp_path).bodies[0]["kind"] == "Pod"
+
+
+def test_unknown_kinds_are_counted_and_ignored(tmp_path: Path) -> None:
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    (tmp_path / "all.json").write_text(json.dumps(as_list(configmap, configmap, node("n1"))))
+    loaded = load_snapshot(tmp_path)
+    assert loaded.unknown_kinds == {"ConfigMap": 2}
+    assert len(loaded.bodies) == 1
+
+
+def test_concatenated_json_documents_are_accepted(tmp_path: Path) -> None:
+    (tmp_path / "watch.json").write_text(json.dumps(pod("a")) + "\n" + json.dumps(pod("b")))
+    assert len(load_snapshot(tmp_path).bodies) == 2
+
+
+def test_malformed_json_names_the_file_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "pods.json"
+    bad.write_text('{\n  "kind": "Pod",\n  "metadata": {"name": "a",}\n}\n')
+    with pytest.raises(SnapshotError, match=r"pods\.json: line 3, column \d+: invalid JSON"):
+        load_snapshot(tmp_path)
+
+
+def test_malformed_yaml_names_the_file_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "pods.yaml"
+    bad.write_text("kind: Pod\nmetadata:\n  name: [unclosed\n")
+    with pytest.raises(SnapshotError, match=r"pods\.yaml: line \d+, column \d+: invalid YAML"):
+        load_snapshot(bad)
+
+
+def test_non_utf8_input_names_the_byte(tmp_path: Path) -> None:
+    bad = tmp_path / "events.json"
+    bad.write_bytes(b'{"kind": "Event", "message": "\xff\xfe"}')
+    with pytest.raises(SnapshotError, match=r"events\.json: line 1 \(byte 30\): not valid UTF-8"):
+        load_snapshot(bad)
+
+
+def test_a_truncated_gzip_file_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "pods.json.gz"
+    bad.write_bytes(gzip.compress(b'{"kind": "Pod"}')[:12])
+    with pytest.raises(SnapshotError, match=r"pods\.json\.gz: cannot read"):
+        load_snapshot(bad)
+
+
+def test_an_invalid_quantity_names_file_object_and_field(tmp_path: Path) -> None:
+    bad = pod("web", namespace="shop", containers=[container("app", requests={"memory": "12Gb"})])
+    (tmp_path / "pods.json").write_text(json.dumps(bad))
+    with pytest.raises(SnapshotError) as caught:
+        load_snapshot(tmp_path)
+    message = str(caught.value)
+    assert "pods.json" in message
+    assert "Pod shop/web spec.containers[name=app].resources.requests.memory" in message
+    assert "'12Gb'" in message
+
+
+def test_a_scalar_document_is_rejected(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text("just a string\n")
+    with pytest.raises(SnapshotError, match="expected a Kubernetes object or List, found a str"):
+        load_snapshot(tmp_path)
+
+
+def test_missing_path_and_empty_directory_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(SnapshotError, match="no such file"):
+        load_snapshot(tmp_path / "nope")
+    with pytest.raises(SnapshotError, match="no snapshot files found"):
+        load_snapshot(tmp_path)

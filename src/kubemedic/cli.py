@@ -14,8 +14,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from kubemedic import checks
+from kubemedic import config as configuration
 from kubemedic import demo as demo_module
 from kubemedic._version import __version__
 from kubemedic.checks import registry
@@ -119,18 +121,23 @@ def scan(
     skip_check: Annotated[
         list[str] | None, typer.Option("--skip-check", help="Do not run this check (repeatable).")
     ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="YAML file of check thresholds and selectors."),
+    ] = None,
 ) -> None:
     """Scan a cluster snapshot once and report every risk found."""
     if snapshot is None:
         raise _fail("--snapshot PATH is required (a file or directory of kubectl -o json output)")
-    names = _chosen_checks(check, skip_check)
+    settings = _settings(config)
+    names = [n for n in _chosen_checks(check, skip_check) if n not in settings.disabled]
     when = _parse_at(at)
     try:
         loaded = loading.load_snapshot(snapshot)
     except loading.SnapshotError as error:
         raise _fail(str(error)) from None
     view = loaded.view(at=when)
-    findings = checks.run_checks(view, names=names)
+    findings = checks.run_checks(view, names=names, configs=settings.configs)
     if output is OutputFormat.json:
         extra = {"snapshot": {"objects": len(loaded.bodies), "at": objects.format_time(view.now)}}
         sys.stdout.buffer.write(
@@ -147,6 +154,15 @@ def scan(
     raise typer.Exit(exit_code(findings, fail_on))
 
 
+def _settings(path: Path | None) -> configuration.Settings:
+    if path is None:
+        return configuration.Settings()
+    try:
+        return configuration.load_settings(path)
+    except configuration.ConfigError as error:
+        raise _fail(f"--config {error}") from None
+
+
 def _notes(loaded: loading.LoadedSnapshot) -> list[str]:
     notes = [f"{len(loaded.bodies)} objects read from {len(loaded.files)} file(s)."]
     if loaded.unknown_kinds:
@@ -160,9 +176,12 @@ def _notes(loaded: loading.LoadedSnapshot) -> list[str]:
 @app.command(name="checks")
 def list_checks() -> None:
     """List the checks kubemedic runs."""
-    console = Console()
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    table.add_column("Check", no_wrap=True, style="bold")
+    table.add_column("What it finds")
     for name, spec in sorted(registry.REGISTRY.items()):
-        console.print(f"[bold]{name}[/]  {spec.summary}", highlight=False)
+        table.add_row(name, spec.summary)
+    Console().print(table)
 
 
 @app.command()

@@ -8,6 +8,7 @@ check: a snapshot from an old or odd cluster must still be judged.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "Body",
+    "LoadedBody",
     "ObjectRef",
     "format_time",
     "get_list",
@@ -28,6 +30,27 @@ __all__ = [
 
 Body = Mapping[str, Any]
 """A Kubernetes object as decoded JSON."""
+
+class LoadedBody(dict[str, Any]):
+    """A body as read from a snapshot (or received from the API): a plain ``dict`` that is never
+    changed afterwards, so what is derived from it (a pod's effective requests) may be memoized
+    on it in ``memo``. Any copy (``dict(body)``, ``copy.copy``, ``copy.deepcopy``) is a plain
+    ``dict`` without the memo, so an edited copy is never judged by its original's numbers."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.memo: dict[str, Any] | None = None
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return copy.deepcopy(dict(self), memo)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -61,17 +84,18 @@ def get_map(body: Any, *keys: str) -> Mapping[str, Any]:
     """The mapping at ``body[k1][k2]...``, or an empty mapping if any step is missing."""
     node = body
     for key in keys:
-        if not isinstance(node, Mapping):
+        # ``type(...) is dict`` first: decoded JSON is plain dicts, and the ABC check is slow.
+        if type(node) is not dict and not isinstance(node, Mapping):
             return {}
         node = node.get(key)
-    return node if isinstance(node, Mapping) else {}
+    return node if type(node) is dict or isinstance(node, Mapping) else {}
 
 
 def get_list(body: Any, *keys: str) -> list[Any]:
     """The list at ``body[k1][k2]...``, or an empty list."""
     node = body
     for key in keys:
-        if not isinstance(node, Mapping):
+        if type(node) is not dict and not isinstance(node, Mapping):
             return []
         node = node.get(key)
     return node if isinstance(node, list) else []
@@ -81,7 +105,7 @@ def get_str(body: Any, *keys: str) -> str | None:
     """The string at ``body[k1][k2]...``, or None."""
     node = body
     for key in keys:
-        if not isinstance(node, Mapping):
+        if type(node) is not dict and not isinstance(node, Mapping):
             return None
         node = node.get(key)
     return node if isinstance(node, str) else None

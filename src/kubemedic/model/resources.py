@@ -24,7 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubemedic.model import objects
-from kubemedic.model.quantities import Format, Quantity, parse_quantity
+from kubemedic.model.quantities import Format, Quantity, QuantityError, parse_quantity
 
 __all__ = [
     "ResourceList",
@@ -120,13 +120,86 @@ def pod_requests(pod: objects.Body, *, prefix: str = "") -> ResourceList:
     """The pod's effective requests (see the module docstring).
 
     ``pod`` may also be a workload body whose ``spec`` is a pod template's spec; ``prefix``
-    (e.g. ``"spec.template."``) is then put before field paths in error messages."""
-    return _aggregate(pod, "requests", prefix=prefix)
+    (e.g. ``"spec.template."``) is then put before field paths in error messages. The result is
+    the caller's to change; for a ``LoadedBody`` it is computed once and copied out."""
+    if type(pod) is objects.LoadedBody and not prefix:
+        return dict(_memoized(pod, "requests"))
+    return _effective(pod, "requests", prefix=prefix)
 
 
 def pod_limits(pod: objects.Body, *, prefix: str = "") -> ResourceList:
     """The pod's effective limits, counting only containers that set one."""
-    return _aggregate(pod, "limits", prefix=prefix)
+    if type(pod) is objects.LoadedBody and not prefix:
+        return dict(_memoized(pod, "limits"))
+    return _effective(pod, "limits", prefix=prefix)
+
+
+def _memoized(pod: objects.LoadedBody, field: str) -> ResourceList:
+    memo = pod.memo
+    if memo is None:
+        memo = pod.memo = {}
+    found: ResourceList | None = memo.get(field)
+    if found is None:
+        found = memo[field] = _effective(pod, field)
+    return found
+
+
+def _effective(pod: objects.Body, field: str, *, prefix: str = "") -> ResourceList:
+    # The quick sum builds no field paths; on an invalid quantity the careful one runs again
+    # to raise the error naming the object and the field.
+    try:
+        return _quick_sum(objects.get_map(pod, "spec"), field)
+    except QuantityError:
+        pass
+    return _aggregate(pod, field, prefix=prefix)
+
+
+def _quick_add(total: ResourceList, raw: Any) -> None:
+    if type(raw) is not dict and not isinstance(raw, Mapping):
+        return
+    for name, value in raw.items():
+        quantity = parse_quantity(value)
+        key = name if type(name) is str else str(name)
+        current = total.get(key)
+        total[key] = quantity if current is None else current + quantity
+
+
+def _quick_resources(container: Any, field: str) -> ResourceList:
+    own: ResourceList = {}
+    _quick_add(own, objects.get_map(container, "resources").get(field))
+    return own
+
+
+def _quick_sum(spec: Mapping[str, Any], field: str) -> ResourceList:
+    """``_aggregate`` without the error locations: the same rules, in the same order."""
+    total: ResourceList = {}
+    for container in objects.get_list(spec, "containers"):
+        if type(container) is dict or isinstance(container, Mapping):
+            _quick_add(total, objects.get_map(container, "resources").get(field))
+    init_containers = objects.get_list(spec, "initContainers")
+    if init_containers:
+        running_sidecars: ResourceList = {}
+        init_peak: ResourceList = {}
+        for container in init_containers:
+            own = _quick_resources(container, field)
+            if objects.get_str(container, "restartPolicy") == "Always":
+                add_into(total, own)
+                add_into(running_sidecars, own)
+                _max_into(init_peak, running_sidecars)
+            else:
+                while_running = dict(running_sidecars)
+                add_into(while_running, own)
+                _max_into(init_peak, while_running)
+        _max_into(total, init_peak)
+    pod_level = objects.get_map(spec, "resources").get(field)
+    if pod_level:
+        parsed: ResourceList = {}
+        _quick_add(parsed, pod_level)
+        total.update(parsed)
+    overhead = spec.get("overhead")
+    if overhead:
+        _quick_add(total, overhead)
+    return total
 
 
 def unbounded_limits(pod: objects.Body, resources: tuple[str, ...] = ("cpu", "memory")) -> set[str]:

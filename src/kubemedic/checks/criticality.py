@@ -1,0 +1,310 @@
+"""Which pods are critical, and why; plus the pod-placement facts the resource checks share.
+
+A pod is **critical** (its loss takes a service down for everyone, as the hub's did in incident 3)
+when, in this order of precedence (the first match is the reason reported):
+
+1. its labels match one of the policy's *role selectors* (Kubernetes label-selector syntax:
+   ``k=v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``; all requirements must
+   hold). The defaults cover the hub/proxy/ingress/DNS roles of common charts: JupyterHub
+   (``app=jupyterhub`` and the ``app.kubernetes.io/*`` labels of z2jh 4+, components ``hub``,
+   ``proxy``, ``autohttps``), ingress-nginx (both the current and the old ``nginx-ingress``
+   chart), CoreDNS/kube-dns (``k8s-app`` as kubeadm, GKE, EKS, AKS and k3s set it), Traefik,
+   Kong, HAProxy ingress, Contour, the OpenShift router, Istio gateways, Envoy Gateway proxies
+   and any Gateway API implementation that labels its pods with
+   ``gateway.networking.k8s.io/gateway-name``;
+2. its PriorityClass name starts with ``system-`` (the API server reserves that prefix for
+   ``system-cluster-critical`` and ``system-node-critical``);
+3. its priority is at least ``priority_threshold``. The default, 1,000,000,000, is
+   ``HighestUserDefinablePriority``: the top value a user-defined PriorityClass may take, so only
+   classes an administrator deliberately put at the top (and the system classes above them)
+   qualify; lower it to count your own "high" classes.
+
+``Criticality.kubelet_protected`` says whether the kubelet itself shields the pod
+(``kubelettypes.IsCriticalPod``: static and mirror pods, priority >= 2,000,000,000): the eviction
+manager refuses to evict such pods and the OOM killer scores them like Guaranteed pods. Checks about
+eviction risk only worry about critical pods that are *not* protected.
+
+The helpers below (``holds_resources``, ``resident_pods``, ``pod_usage``, ``workload_of``) are the
+accounting shared by the overcommit, under-request and neighbour checks; node pools come from
+``notready.node_pool`` so every check names a pool the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubemedic.model import objects, resources
+from kubemedic.model.objects import Body, ObjectRef
+from kubemedic.model.quantities import Quantity, parse_quantity
+from kubemedic.model.view import ClusterView
+
+__all__ = [
+    "DEFAULT_SELECTORS",
+    "HIGHEST_USER_DEFINABLE_PRIORITY",
+    "SYSTEM_CRITICAL_PRIORITY",
+    "CriticalPodPolicy",
+    "Criticality",
+    "RoleSelector",
+    "cause_key",
+    "config_quantity",
+    "criticality_of",
+    "holds_resources",
+    "kubelet_protected",
+    "owner_text",
+    "parse_selector",
+    "pod_key",
+    "pod_usage",
+    "resident_pods",
+    "workload_of",
+]
+
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+"""``scheduling.SystemCriticalPriority``: at or above it the kubelet never evicts the pod."""
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+"""``scheduling.HighestUserDefinablePriority``: the top value of a user-defined PriorityClass."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoleSelector:
+    """Pods matching ``selector`` (label-selector syntax) are critical in ``role``."""
+
+    role: str
+    selector: str
+
+
+DEFAULT_SELECTORS: tuple[RoleSelector, ...] = (
+    RoleSelector("jupyterhub", "app=jupyterhub,component in (hub,proxy,autohttps)"),
+    RoleSelector(
+        "jupyterhub",
+        "app.kubernetes.io/name=jupyterhub,app.kubernetes.io/component in (hub,proxy,autohttps)",
+    ),
+    RoleSelector(
+        "ingress-nginx",
+        "app.kubernetes.io/name=ingress-nginx,app.kubernetes.io/component=controller",
+    ),
+    RoleSelector("ingress-nginx", "app=nginx-ingress,component=controller"),
+    RoleSelector("dns", "k8s-app in (kube-dns,coredns)"),
+    RoleSelector("dns", "app.kubernetes.io/name=coredns"),
+    RoleSelector("traefik", "app.kubernetes.io/name=traefik"),
+    RoleSelector("kong", "app.kubernetes.io/name=kong"),
+    RoleSelector(
+        "haproxy-ingress", "app.kubernetes.io/name in (kubernetes-ingress,haproxy-ingress)"
+    ),
+    RoleSelector("contour", "app.kubernetes.io/name=contour"),
+    RoleSelector(
+        "openshift-router", "ingresscontroller.operator.openshift.io/deployment-ingresscontroller"
+    ),
+    RoleSelector("istio-gateway", "istio in (ingressgateway,egressgateway)"),
+    RoleSelector(
+        "envoy-gateway",
+        "app.kubernetes.io/managed-by=envoy-gateway,app.kubernetes.io/component=proxy",
+    ),
+    RoleSelector("gateway", "gateway.networking.k8s.io/gateway-name"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CriticalPodPolicy:
+    """What makes a pod critical. ``selectors`` replaces the defaults; ``extra_selectors`` adds
+    to them (the usual way to name your own critical workloads)."""
+
+    priority_threshold: int = HIGHEST_USER_DEFINABLE_PRIORITY
+    system_class_prefix: str = "system-"
+    selectors: tuple[RoleSelector, ...] = DEFAULT_SELECTORS
+    extra_selectors: tuple[RoleSelector, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Criticality:
+    """Why a pod is critical. ``basis`` is ``selector``, ``priority-class`` or ``priority``."""
+
+    role: str
+    reason: str
+    basis: str
+    kubelet_protected: bool
+
+
+# -- label selectors --------------------------------------------------------------------------
+
+_KEY = r"[A-Za-z0-9][A-Za-z0-9._/-]*"
+_VALUE = r"[A-Za-z0-9._-]*"
+_REQUIREMENT = re.compile(
+    rf"\s*(?:(?P<absent>!)\s*(?P<akey>{_KEY})"
+    rf"|(?P<key>{_KEY})\s*(?:(?P<op>==|!=|=)\s*(?P<value>{_VALUE})"
+    rf"|\s+(?P<setop>in|notin)\s*\((?P<values>[^()]*)\))?)\s*"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Requirement:
+    key: str
+    op: str  # "in", "notin", "exists", "!exists"
+    values: frozenset[str]
+
+    def matches(self, labels: Mapping[str, Any]) -> bool:
+        present = self.key in labels
+        value = labels.get(self.key)
+        if self.op == "exists":
+            return present
+        if self.op == "!exists":
+            return not present
+        if self.op == "in":
+            return present and value in self.values
+        return not present or value not in self.values
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return parts
+
+
+@functools.lru_cache(maxsize=256)
+def parse_selector(text: str) -> tuple[_Requirement, ...]:
+    """Parse a label selector string; raises ``ValueError`` naming the selector and the part."""
+    requirements = []
+    for part in _split_top_level(text):
+        match = _REQUIREMENT.fullmatch(part)
+        if match is None or not part.strip():
+            raise ValueError(f"invalid label selector {text!r}: cannot read {part.strip()!r}")
+        if match["absent"]:
+            requirements.append(_Requirement(match["akey"], "!exists", frozenset()))
+        elif match["op"]:
+            op = "notin" if match["op"] == "!=" else "in"
+            requirements.append(_Requirement(match["key"], op, frozenset({match["value"]})))
+        elif match["setop"]:
+            values = frozenset(v.strip() for v in match["values"].split(",") if v.strip())
+            requirements.append(_Requirement(match["key"], match["setop"], values))
+        else:
+            requirements.append(_Requirement(match["key"], "exists", frozenset()))
+    return tuple(requirements)
+
+
+def _matched_labels(selector: str, labels: Mapping[str, Any]) -> str | None:
+    requirements = parse_selector(selector)
+    if not all(requirement.matches(labels) for requirement in requirements):
+        return None
+    shown = [f"{r.key}={labels[r.key]}" for r in requirements if r.key in labels]
+    return ", ".join(shown)
+
+
+# -- the policy -------------------------------------------------------------------------------
+
+
+def kubelet_protected(view: ClusterView, pod: Body) -> bool:
+    """``IsCriticalPod`` as the kubelet decides it: static pods (``kubernetes.io/config.source``
+    other than ``api``), mirror pods, and pods at system-critical priority."""
+    annotations = objects.get_map(pod, "metadata", "annotations")
+    source = annotations.get("kubernetes.io/config.source")
+    if "kubernetes.io/config.mirror" in annotations or (source is not None and source != "api"):
+        return True
+    return view.priority_of(pod) >= SYSTEM_CRITICAL_PRIORITY
+
+
+def criticality_of(
+    view: ClusterView, pod: Body, *, policy: CriticalPodPolicy | None = None
+) -> Criticality | None:
+    """Why ``pod`` is critical under ``policy`` (see the module docstring), or None."""
+    policy = policy or CriticalPodPolicy()
+    protected = kubelet_protected(view, pod)
+    labels = objects.labels(pod)
+    for rule in (*policy.selectors, *policy.extra_selectors):
+        shown = _matched_labels(rule.selector, labels)
+        if shown is not None:
+            return Criticality(rule.role, f"{rule.role} (labels {shown})", "selector", protected)
+    priority = view.priority_of(pod)
+    class_name = objects.get_str(pod, "spec", "priorityClassName") or ""
+    if policy.system_class_prefix and class_name.startswith(policy.system_class_prefix):
+        reason = f"priority class {class_name} ({priority})"
+        return Criticality("system", reason, "priority-class", protected)
+    if priority >= policy.priority_threshold:
+        reason = f"priority {priority} >= {policy.priority_threshold}"
+        if class_name:
+            reason += f" (class {class_name})"
+        return Criticality("high-priority", reason, "priority", protected)
+    return None
+
+
+# -- shared pod-placement facts ---------------------------------------------------------------
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def holds_resources(pod: Body) -> bool:
+    """Whether ``pod`` counts against its node: bound (``spec.nodeName``) and not terminal.
+    Succeeded and Failed pods (the admission-rejected pods of a ``nodeName`` storm included)
+    release their resources; Pending-but-bound and terminating pods still hold them."""
+    phase = objects.get_str(pod, "status", "phase")
+    return bool(objects.get_str(pod, "spec", "nodeName")) and phase not in TERMINAL_PHASES
+
+
+def resident_pods(view: ClusterView, node_name: str) -> list[Body]:
+    return [pod for pod in view.pods_on(node_name) if holds_resources(pod)]
+
+
+def pod_usage(view: ClusterView, pod: Body) -> resources.ResourceList | None:
+    """The pod's usage from its ``metrics.k8s.io`` PodMetrics (the sum of its containers' working
+    set and CPU), or None when the snapshot has none for it."""
+    meta = objects.get_map(pod, "metadata")
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    metrics = view.pod_metrics.get((namespace, name))
+    if metrics is None:
+        return None
+    total: resources.ResourceList = {}
+    for entry in objects.get_list(metrics, "containers"):
+        container = objects.get_str(entry, "name") or "?"
+        where = f"PodMetrics {namespace}/{name} containers[name={container}].usage"
+        usage = objects.get_map(entry, "usage")
+        resources.add_into(
+            total, {str(k): parse_quantity(v, where=f"{where}.{k}") for k, v in usage.items()}
+        )
+    return total
+
+
+def workload_of(view: ClusterView, pod: Body) -> ObjectRef:
+    """The pod's outermost controller, identified stably. When a snapshot lacks the Deployment,
+    the chain stops at its ReplicaSet, whose name carries the template hash; the Deployment's name
+    is then recovered by stripping ``-<pod-template-hash>`` so causes stay the same across
+    rollouts."""
+    top = view.top_owner(pod)
+    template_hash = objects.labels(pod).get("pod-template-hash")
+    if (
+        top.kind == "ReplicaSet"
+        and isinstance(template_hash, str)
+        and template_hash
+        and top.name.endswith(f"-{template_hash}")
+    ):
+        name = top.name[: -len(template_hash) - 1]
+        return ObjectRef(
+            kind="Deployment", name=name, namespace=top.namespace, api_version="apps/v1"
+        )
+    return top
+
+
+def pod_key(pod: Body) -> str:
+    return objects.ref_of(pod).key
+
+
+def owner_text(ref: ObjectRef) -> str:
+    """``Kind namespace/name``, as evidence shows an owner."""
+    return str(ref)
+
+
+def cause_key(ref: ObjectRef) -> str:
+    """``namespace/Kind/name``, as a cause fingerprint names a workload."""
+    where = f"{ref.namespace}/" if ref.namespace else ""
+    return f"{where}{ref.kind}/{ref.name}"
+
+
+def config_quantity(text: str, *, check: str, name: str) -> Quantity:
+    """Parse a quantity from a check's config, naming the setting when it is invalid."""
+    return parse_quantity(text, where=f"config of check {check}: {name}")

@@ -1,0 +1,336 @@
+"""``node-not-ready``: nodes whose ``Ready`` condition is not ``True``, how long, and why.
+
+Who writes the condition, and what its words mean:
+
+* ``Ready=Unknown`` is written by the node lifecycle controller (kube-controller-manager) when
+  neither the node's Lease nor its status was renewed within ``--node-monitor-grace-period``
+  (40s; 50s since Kubernetes 1.32): reason ``NodeStatusUnknown``, message ``Kubelet stopped
+  posting node status.`` (``NodeStatusNeverUpdated`` / ``Kubelet never posted node status.`` for a
+  node that never did). The kubelet is down or hung, or cannot reach the API server (network,
+  certificates, the machine itself is gone). The controller taints the node
+  ``node.kubernetes.io/unreachable``.
+* ``Ready=False`` is written by the kubelet itself, reason ``KubeletNotReady``, with its errors
+  joined (``[a, b]`` when there are several): ``container runtime is down``, ``container runtime
+  not ready: RuntimeReady=false …``, ``container runtime status check may not have completed
+  yet``, ``PLEG is not healthy: pleg was last seen active 3m5s ago; threshold is 3m0s``,
+  ``container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady
+  message:Network plugin returns error: cni plugin not initialized``, ``node is shutting down``
+  (graceful node shutdown), ``missing node capacity for resources: …``. Taint
+  ``node.kubernetes.io/not-ready``.
+* ``Ready=True`` with a stale ``lastHeartbeatTime``: since node Leases (1.17+) the kubelet
+  rewrites the status heartbeat only every ``nodeStatusReportFrequency`` (5m) when nothing
+  changed, and the controller should have flipped the node to Unknown one grace period after
+  the Lease stopped. A heartbeat older than both (5m50s by default) means that did not happen:
+  the controller manager is down, or the snapshot mixes times. Reported as ``heartbeat-stale``.
+
+Cause classes (``causeClass``), the issue's four first, with the extras mapped in ``causeGroup``:
+``kubelet-stopped-posting`` (Unknown) | ``runtime-not-ready`` | ``shutting-down`` | ``other``;
+``pleg-unhealthy`` and ``network-not-ready`` (both reported by the runtime through CRI Status
+and relist) group as ``runtime-not-ready``; ``heartbeat-stale`` groups as
+``kubelet-stopped-posting``; ``capacity-misconfigured`` groups as ``other``. When the kubelet
+reports several errors, the first class in this order wins: shutting-down, capacity-misconfigured,
+runtime-not-ready, pleg-unhealthy, network-not-ready.
+
+Severity: ``critical`` once NotReady for ``critical_after_seconds`` (10 minutes: the point at
+which incident 2's controller drains and reboots the node), else ``warning``; nodes NotReady for
+less than ``report_after_seconds`` are not reported (a booting node is NotReady until its CNI is
+up). Duration = now - ``lastTransitionTime`` of the Ready condition (a False -> Unknown change
+restarts it; an absent time gives ``notReadyForSeconds: null`` and ``warning``). Stale
+heartbeats are ``warning``.
+
+Evidence: ``status``, ``reason``, ``message``, ``causeClass``, ``causeGroup``,
+``notReadyForSeconds`` (int or null), ``since`` (RFC 3339 or null), ``lastHeartbeat`` (RFC 3339
+or null), ``heartbeatAgeSeconds`` (int or null), ``taints`` (the not-ready/unreachable taints
+present, as ``key:effect``), ``cordoned`` (``spec.unschedulable``), ``nodePool``, ``podsOnNode``
+(pods bound to the node and not finished). Cause: ``node-not-ready:<causeClass>@<nodePool>``.
+
+Mass outage: when at least ``brake_fraction`` (30%) of nodes, and at least ``brake_min_nodes``
+of them, are reported NotReady, one more ``critical`` finding about the cluster
+(``kubemedic.io/v1 Cluster cluster``) says repairs should brake: so many nodes failing together
+point at a shared cause (network, control plane, a bad rollout) that rebooting nodes one by one
+will not fix, and draining them moves load onto the few survivors. The node lifecycle controller
+brakes the same way (``--unhealthy-zone-threshold``), as Cluster API's MachineHealthCheck
+``maxUnhealthy`` does. Evidence: ``notReady``, ``nodesTotal``, ``percent``, ``thresholdPercent``,
+``byCauseClass``, ``byPool``, ``nodes`` (names, first 50). Cause: ``node-not-ready:mass@cluster``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kubemedic.checks.findings import Finding, Severity, cause_part
+from kubemedic.checks.registry import check
+from kubemedic.model import objects
+from kubemedic.model.objects import Body, ObjectRef
+from kubemedic.model.view import ClusterView
+
+__all__ = ["CLUSTER", "NotReadyConfig", "human_duration", "node_not_ready", "node_pool"]
+
+CLUSTER = ObjectRef(kind="Cluster", name="cluster", api_version="kubemedic.io/v1")
+
+POOL_LABELS = (
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "alpha.eksctl.io/nodegroup-name",
+    "karpenter.sh/nodepool",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+    "hub.jupyter.org/node-purpose",
+    "node.kubernetes.io/pool",
+)
+"""Labels naming a node's pool, most specific first (then ``node-role.kubernetes.io/<role>``,
+then ``node.kubernetes.io/instance-type``, else ``default``)."""
+
+NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+_GROUPS = {
+    "kubelet-stopped-posting": "kubelet-stopped-posting",
+    "heartbeat-stale": "kubelet-stopped-posting",
+    "runtime-not-ready": "runtime-not-ready",
+    "pleg-unhealthy": "runtime-not-ready",
+    "network-not-ready": "runtime-not-ready",
+    "shutting-down": "shutting-down",
+    "capacity-misconfigured": "other",
+    "other": "other",
+}
+_KUBELET_PATTERNS = (
+    ("shutting-down", ("node is shutting down", "shutting down")),
+    ("capacity-misconfigured", ("missing node capacity",)),
+    (
+        "runtime-not-ready",
+        (
+            "container runtime is down",
+            "container runtime not ready",
+            "container runtime status check",
+            "runtimeready=false",
+        ),
+    ),
+    ("pleg-unhealthy", ("pleg is not healthy",)),
+    ("network-not-ready", ("network not ready", "networkready=false", "network plugin")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NotReadyConfig:
+    critical_after_seconds: int = 600
+    """NotReady this long is critical: incident 2's repair controller drains and reboots here."""
+    report_after_seconds: int = 60
+    """NotReady for less than this is not reported (a booting node waits for its CNI)."""
+    heartbeat_stale_seconds: int = 350
+    """Ready=True with a heartbeat older than this is stale: ``nodeStatusReportFrequency`` (5m)
+    plus ``--node-monitor-grace-period`` (50s)."""
+    brake_fraction: float = 0.3
+    """This share of nodes NotReady at once adds the cluster-level "brake repairs" finding."""
+    brake_min_nodes: int = 2
+    """...provided at least this many nodes are NotReady (one node of one is not a pattern)."""
+
+
+def node_pool(node: Body) -> str:
+    """The pool a node belongs to, from the usual provisioner labels (see ``POOL_LABELS``)."""
+    node_labels = objects.labels(node)
+    for key in POOL_LABELS:
+        value = node_labels.get(key)
+        if isinstance(value, str) and value:
+            return value
+    roles = sorted(
+        key.removeprefix("node-role.kubernetes.io/")
+        for key in node_labels
+        if key.startswith("node-role.kubernetes.io/") and len(key) > len("node-role.kubernetes.io/")
+    )
+    if roles:
+        return roles[0]
+    instance_type = node_labels.get("node.kubernetes.io/instance-type") or node_labels.get(
+        "beta.kubernetes.io/instance-type"
+    )
+    if isinstance(instance_type, str) and instance_type:
+        return instance_type
+    return "default"
+
+
+def human_duration(seconds: float) -> str:
+    """``2h5m``, ``12m30s``, ``45s``: a Go-like duration for messages."""
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m{secs}s" if secs else f"{minutes}m"
+    return f"{secs}s"
+
+
+def cause_class(status: str, reason: str, message: str) -> str:
+    """The cause class of a Ready condition that is not True (see the module docstring)."""
+    if status == "Unknown":
+        return "kubelet-stopped-posting"
+    lowered = f"{reason} {message}".lower()
+    for name, needles in _KUBELET_PATTERNS:
+        if any(needle in lowered for needle in needles):
+            return name
+    return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class _Observed:
+    name: str
+    pool: str
+    cause: str
+    finding: Finding
+
+
+@check("node-not-ready", NotReadyConfig)
+def node_not_ready(view: ClusterView, config: NotReadyConfig) -> list[Finding]:
+    """Nodes NotReady (False/Unknown) or with a stale heartbeat, with duration and cause class."""
+    findings: list[Finding] = []
+    not_ready: list[_Observed] = []
+    for name in sorted(view.nodes):
+        node = view.nodes[name]
+        observed = _judge(view, node, config)
+        if observed is None:
+            continue
+        findings.append(observed.finding)
+        if observed.cause != "heartbeat-stale":
+            not_ready.append(observed)
+    mass = _mass_outage(view, not_ready, config)
+    if mass is not None:
+        findings.append(mass)
+    return findings
+
+
+def _ready_condition(node: Body) -> Mapping[str, Any] | None:
+    for condition in objects.get_list(node, "status", "conditions"):
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return condition
+    return None
+
+
+def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed | None:
+    condition = _ready_condition(node)
+    if condition is None:
+        return None  # not registered yet; the lifecycle controller adds Unknown after the grace
+    status = str(condition.get("status") or "Unknown")
+    reason = str(condition.get("reason") or "")
+    message = str(condition.get("message") or "")
+    since = objects.parse_time(condition.get("lastTransitionTime"))
+    heartbeat = objects.parse_time(condition.get("lastHeartbeatTime"))
+    heartbeat_age = _seconds(view.now, heartbeat)
+
+    if status == "True":
+        if heartbeat_age is None or heartbeat_age < config.heartbeat_stale_seconds:
+            return None
+        klass, down_for = "heartbeat-stale", None
+        severity = Severity.WARNING
+    else:
+        klass = cause_class(status, reason, message)
+        down_for = _seconds(view.now, since)
+        if down_for is not None and down_for < config.report_after_seconds:
+            return None
+        critical = down_for is not None and down_for >= config.critical_after_seconds
+        severity = Severity.CRITICAL if critical else Severity.WARNING
+
+    name = objects.get_str(node, "metadata", "name") or "?"
+    pool = node_pool(node)
+    evidence = {
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "causeClass": klass,
+        "causeGroup": _GROUPS[klass],
+        "notReadyForSeconds": down_for,
+        "since": objects.format_time(since) if since else None,
+        "lastHeartbeat": objects.format_time(heartbeat) if heartbeat else None,
+        "heartbeatAgeSeconds": heartbeat_age,
+        "taints": _not_ready_taints(node),
+        "cordoned": objects.get_map(node, "spec").get("unschedulable") is True,
+        "nodePool": pool,
+        "podsOnNode": sum(1 for pod in view.pods_on(name) if not _finished(pod)),
+    }
+    finding = Finding(
+        check="node-not-ready",
+        severity=severity,
+        object=objects.ref_of(node),
+        message=_message(name, evidence, config),
+        cause=f"node-not-ready:{klass}@{cause_part(pool)}",
+        first_seen=(heartbeat if klass == "heartbeat-stale" else since) or view.now,
+        last_seen=view.now,
+        evidence=evidence,
+    )
+    return _Observed(name=name, pool=pool, cause=klass, finding=finding)
+
+
+def _message(name: str, evidence: Mapping[str, Any], config: NotReadyConfig) -> str:
+    age = evidence["heartbeatAgeSeconds"]
+    if evidence["causeClass"] == "heartbeat-stale":
+        return (
+            f"Node {name} is Ready but its last heartbeat is {human_duration(age)} old "
+            f"(stale after {human_duration(config.heartbeat_stale_seconds)}), so nobody is "
+            "checking it."
+        )
+    down_for = evidence["notReadyForSeconds"]
+    how_long = f"for {human_duration(down_for)}" if down_for is not None else "(since unknown)"
+    detail = evidence["message"] or evidence["reason"] or "no message"
+    repair = (
+        f"past the {human_duration(config.critical_after_seconds)} repair threshold"
+        if down_for is not None and down_for >= config.critical_after_seconds
+        else f"repair threshold {human_duration(config.critical_after_seconds)}"
+    )
+    return (
+        f"Node {name} has been NotReady {how_long} (Ready={evidence['status']}, "
+        f"{evidence['causeClass']}: {detail}; {repair}, {evidence['podsOnNode']} pods on it)."
+    )
+
+
+def _mass_outage(
+    view: ClusterView, not_ready: list[_Observed], config: NotReadyConfig
+) -> Finding | None:
+    total = len(view.nodes)
+    count = len(not_ready)
+    if total == 0 or count < config.brake_min_nodes or count / total < config.brake_fraction:
+        return None
+    percent = round(100 * count / total, 1)
+    by_class = Counter(item.cause for item in not_ready)
+    by_pool = Counter(item.pool for item in not_ready)
+    return Finding(
+        check="node-not-ready",
+        severity=Severity.CRITICAL,
+        object=CLUSTER,
+        message=(
+            f"{count} of {total} nodes ({percent}%) are NotReady at once, at or above the "
+            f"{round(100 * config.brake_fraction, 1)}% brake: repairs should pause, the cause is "
+            "likely shared."
+        ),
+        cause="node-not-ready:mass@cluster",
+        first_seen=min(item.finding.first_seen for item in not_ready),
+        last_seen=view.now,
+        evidence={
+            "notReady": count,
+            "nodesTotal": total,
+            "percent": percent,
+            "thresholdPercent": round(100 * config.brake_fraction, 1),
+            "byCauseClass": dict(sorted(by_class.items())),
+            "byPool": dict(sorted(by_pool.items())),
+            "nodes": [item.name for item in not_ready][:50],
+        },
+    )
+
+
+def _not_ready_taints(node: Body) -> list[str]:
+    found: list[str] = []
+    for taint in objects.get_list(node, "spec", "taints"):
+        if isinstance(taint, Mapping) and taint.get("key") in NOT_READY_TAINTS:
+            found.append(f"{taint.get('key')}:{taint.get('effect') or ''}")
+    return sorted(found)
+
+
+def _finished(pod: Body) -> bool:
+    return objects.get_str(pod, "status", "phase") in ("Succeeded", "Failed")
+
+
+def _seconds(now: datetime, then: datetime | None) -> int | None:
+    if then is None:
+        return None
+    return max(0, int((now - then).total_seconds()))

@@ -1,0 +1,237 @@
+"""``node-memory-overcommit`` and ``node-cpu-overcommit``: how much of a node its pods have claimed.
+
+Per node and resource, the effective requests and limits (``resources.pod_requests`` /
+``pod_limits``: sidecars, init containers, pod overhead and pod-level resources counted as the
+scheduler counts them) of every pod that *holds* resources there are summed and compared with the
+node's allocatable. A pod holds resources when it is bound (``spec.nodeName``) and not
+``Succeeded``/``Failed``. The sums match ``kubectl describe node``'s "Allocated resources": a
+container without a limit adds nothing to the limits, so ``unboundedPods`` says how many pods may in
+fact grow past what ``limits`` shows.
+
+Why it matters: requests near 100% leave no room for the next pod (or for a replacement of a pod
+that dies), and limits far above 100% mean the pods are *allowed* to use more memory than exists;
+when they do, the kubelet evicts under memory pressure, or the kernel OOM-kills first. Incident 3's
+core node ran at 93% requests and 124% limits and lost its hub.
+
+Severity (``>=`` / ``>`` as written), per config:
+
+* critical: limits >= ``limits_critical_percent`` (memory 120; disabled for CPU, which is
+  compressible: exceeding it throttles, it never kills), or requests > ``requests_critical_percent``
+  (100: the kubelet admitted more than fits, e.g. after allocatable shrank or via ``nodeName``);
+* warning: requests >= ``requests_warning_percent`` (90) or limits > ``limits_warning_percent``
+  (100).
+
+Nodes reporting no allocatable for the resource are skipped (the node is still registering; the
+node-health checks speak for it).
+
+Evidence: ``node``, ``nodePool``, ``resource``, ``allocatable``, ``requests``, ``limits``
+(canonical quantities), ``requestsPercent``, ``limitsPercent`` (1 decimal), ``pods`` (pods
+holding resources), ``unboundedPods`` (pods with a container lacking a limit for the resource),
+``thresholds`` (the percentages applied), ``topConsumers``: up to ``top_consumers`` entries
+``{pod, owner, request, limit, requestsPercent, limitsPercent}``, largest first by the larger of
+limit and request (``limit`` is null for an unbounded pod).
+
+Cause: ``<resource>-overcommit:<namespace>/<Kind>/<name>@<pool>``: the workload of the top
+consumer and the node pool, the two things that link recurrences (the same hog, the same pool),
+e.g. ``memory-overcommit:support/Deployment/support-prometheus-server@core-pool``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kubemedic.checks import criticality, notready
+from kubemedic.checks.findings import Finding, Severity, cause_part
+from kubemedic.checks.registry import check
+from kubemedic.model import objects, resources
+from kubemedic.model.objects import Body, ObjectRef
+from kubemedic.model.quantities import Quantity
+from kubemedic.model.view import ClusterView
+
+__all__ = ["CpuOvercommitConfig", "MemoryOvercommitConfig", "overcommit_findings"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryOvercommitConfig:
+    """Thresholds in percent of allocatable; ``None`` disables one."""
+
+    requests_warning_percent: float | None = 90.0
+    requests_critical_percent: float | None = 100.0
+    limits_warning_percent: float | None = 100.0
+    limits_critical_percent: float | None = 120.0
+    top_consumers: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class CpuOvercommitConfig:
+    """As ``MemoryOvercommitConfig``; CPU limits alone never make a finding critical."""
+
+    requests_warning_percent: float | None = 90.0
+    requests_critical_percent: float | None = 100.0
+    limits_warning_percent: float | None = 100.0
+    limits_critical_percent: float | None = None
+    top_consumers: int = 5
+
+
+OvercommitConfig = MemoryOvercommitConfig | CpuOvercommitConfig
+
+
+@dataclass(frozen=True, slots=True)
+class _Consumer:
+    pod: Body
+    request: Quantity
+    limit: Quantity | None  # None: some container sets no limit
+
+    @property
+    def weight(self) -> tuple[Quantity, Quantity]:
+        biggest = self.request if self.limit is None else max(self.request, self.limit)
+        return (biggest, self.request)
+
+
+@check("node-memory-overcommit", MemoryOvercommitConfig)
+def node_memory_overcommit(view: ClusterView, config: MemoryOvercommitConfig) -> list[Finding]:
+    """Nodes whose pods' memory requests or limits approach or exceed allocatable."""
+    return overcommit_findings(view, resource="memory", config=config)
+
+
+@check("node-cpu-overcommit", CpuOvercommitConfig)
+def node_cpu_overcommit(view: ClusterView, config: CpuOvercommitConfig) -> list[Finding]:
+    """Nodes whose pods' CPU requests or limits approach or exceed allocatable."""
+    return overcommit_findings(view, resource="cpu", config=config)
+
+
+def overcommit_findings(
+    view: ClusterView, *, resource: str, config: OvercommitConfig
+) -> list[Finding]:
+    findings = []
+    for name in sorted(view.nodes):
+        finding = _node_finding(view, view.nodes[name], resource=resource, config=config)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _percent(part: Quantity, whole: Quantity) -> float:
+    ratio = part.ratio(whole)
+    return 0.0 if ratio is None else round(float(ratio * 100), 1)
+
+
+def _node_finding(
+    view: ClusterView, node: Body, *, resource: str, config: OvercommitConfig
+) -> Finding | None:
+    name = objects.get_str(node, "metadata", "name") or ""
+    allocatable = resources.node_allocatable(node).get(resource)
+    if allocatable is None or allocatable.value <= 0:
+        return None
+    consumers = []
+    for pod in criticality.resident_pods(view, name):
+        request = resources.pod_requests(pod).get(resource, resources.zero(resource))
+        unbounded = resource in resources.unbounded_limits(pod, (resource,))
+        limit = None if unbounded else resources.pod_limits(pod).get(resource)
+        consumers.append(_Consumer(pod, request, limit))
+    requests = sum((c.request for c in consumers), resources.zero(resource))
+    limits = sum((c.limit for c in consumers if c.limit is not None), resources.zero(resource))
+    requests_pct, limits_pct = _percent(requests, allocatable), _percent(limits, allocatable)
+    severity = _severity(requests_pct, limits_pct, config)
+    if severity is None:
+        return None
+
+    consumers.sort(key=lambda c: (c.weight, criticality.pod_key(c.pod)), reverse=True)
+    top = consumers[: max(config.top_consumers, 0)]
+    pool = notready.node_pool(node)
+    label = "CPU" if resource == "cpu" else resource
+    evidence: dict[str, Any] = {
+        "node": name,
+        "nodePool": pool,
+        "resource": resource,
+        "allocatable": str(allocatable),
+        "requests": str(requests),
+        "limits": str(limits),
+        "requestsPercent": requests_pct,
+        "limitsPercent": limits_pct,
+        "pods": len(consumers),
+        "unboundedPods": sum(1 for c in consumers if c.limit is None),
+        "thresholds": _thresholds(config),
+        "topConsumers": [_consumer_json(view, c, allocatable) for c in top],
+    }
+    lead = ""
+    if top:
+        first = top[0]
+        amount = first.request if first.limit is None else first.limit
+        kind = "request" if first.limit is None else "limit"
+        share = _percent(amount, allocatable)
+        lead = (
+            f"; the largest, {criticality.pod_key(first.pod)}, alone has a {amount.human()} "
+            f"{kind} ({share}%)"
+        )
+    message = (
+        f"Node {name} ({pool}) has {label} requests at {requests_pct}% and limits at "
+        f"{limits_pct}% of its {allocatable.human()} allocatable across {len(consumers)} pods"
+        f"{lead}."
+    )
+    culprit = criticality.workload_of(view, top[0].pod) if top else None
+    culprit_key = criticality.cause_key(culprit) if culprit else "none"
+    first_seen, last_seen = _seen(view, consumers)
+    return Finding(
+        check=f"node-{resource}-overcommit",
+        severity=severity,
+        object=ObjectRef(kind="Node", name=name),
+        message=message,
+        cause=f"{resource}-overcommit:{cause_part(culprit_key)}@{cause_part(pool)}",
+        first_seen=first_seen,
+        last_seen=last_seen,
+        evidence=evidence,
+    )
+
+
+def _severity(requests_pct: float, limits_pct: float, config: OvercommitConfig) -> Severity | None:
+    def at_least(value: float, threshold: float | None) -> bool:
+        return threshold is not None and value >= threshold
+
+    def above(value: float, threshold: float | None) -> bool:
+        return threshold is not None and value > threshold
+
+    if at_least(limits_pct, config.limits_critical_percent) or above(
+        requests_pct, config.requests_critical_percent
+    ):
+        return Severity.CRITICAL
+    if at_least(requests_pct, config.requests_warning_percent) or above(
+        limits_pct, config.limits_warning_percent
+    ):
+        return Severity.WARNING
+    return None
+
+
+def _thresholds(config: OvercommitConfig) -> dict[str, float | None]:
+    return {
+        "requestsWarningPercent": config.requests_warning_percent,
+        "requestsCriticalPercent": config.requests_critical_percent,
+        "limitsWarningPercent": config.limits_warning_percent,
+        "limitsCriticalPercent": config.limits_critical_percent,
+    }
+
+
+def _consumer_json(view: ClusterView, consumer: _Consumer, allocatable: Quantity) -> dict[str, Any]:
+    return {
+        "pod": criticality.pod_key(consumer.pod),
+        "owner": criticality.owner_text(criticality.workload_of(view, consumer.pod)),
+        "request": str(consumer.request),
+        "limit": None if consumer.limit is None else str(consumer.limit),
+        "requestsPercent": _percent(consumer.request, allocatable),
+        "limitsPercent": (
+            None if consumer.limit is None else _percent(consumer.limit, allocatable)
+        ),
+    }
+
+
+def _seen(view: ClusterView, consumers: list[_Consumer]) -> tuple[datetime, datetime]:
+    """Since when the current set of pods has been together (the newest pod's creation)."""
+    created = [
+        t
+        for c in consumers
+        if (t := objects.parse_time(objects.get_map(c.pod, "metadata").get("creationTimestamp")))
+    ]
+    first = max(created) if created else view.now
+    return first, max(first, view.now)

@@ -1,0 +1,259 @@
+"""The shared critical-pod policy and the pod-placement facts the resource checks share."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubemedic.checks import criticality
+from kubemedic.checks.criticality import CriticalPodPolicy, RoleSelector
+from kubemedic.model.quantities import QuantityError
+from kubemedic.model.view import ClusterView
+from tests.factories import (
+    container,
+    deployment,
+    pod,
+    pod_metrics,
+    priority_class,
+    replicaset,
+)
+
+
+def _why(body: dict, *extra: dict, policy: CriticalPodPolicy | None = None):
+    view = ClusterView.build([body, *extra])
+    return criticality.criticality_of(view, body, policy=policy)
+
+
+@pytest.mark.parametrize("component", ["hub", "proxy", "autohttps"])
+def test_jupyterhub_hub_proxy_and_autohttps_are_critical(component: str) -> None:
+    body = pod(
+        f"{component}-1", namespace="jhub", labels={"app": "jupyterhub", "component": component}
+    )
+    why = _why(body)
+    assert why is not None
+    assert why.role == "jupyterhub"
+    assert why.basis == "selector"
+    assert why.reason == f"jupyterhub (labels app=jupyterhub, component={component})"
+    assert why.kubelet_protected is False
+
+
+def test_jupyterhub_user_servers_and_scheduler_are_not_critical() -> None:
+    for component in ("singleuser-server", "user-scheduler", "continuous-image-puller"):
+        body = pod("jupyter-ada", labels={"app": "jupyterhub", "component": component})
+        assert _why(body) is None
+
+
+def test_jupyterhub_recommended_labels_of_newer_charts_match() -> None:
+    body = pod(
+        "hub-0",
+        labels={"app.kubernetes.io/name": "jupyterhub", "app.kubernetes.io/component": "hub"},
+    )
+    why = _why(body)
+    assert why is not None and why.role == "jupyterhub"
+
+
+@pytest.mark.parametrize(
+    ("labels", "role"),
+    [
+        (
+            {
+                "app.kubernetes.io/name": "ingress-nginx",
+                "app.kubernetes.io/component": "controller",
+            },
+            "ingress-nginx",
+        ),
+        ({"app": "nginx-ingress", "component": "controller"}, "ingress-nginx"),
+        ({"k8s-app": "kube-dns"}, "dns"),
+        ({"k8s-app": "coredns"}, "dns"),
+        ({"app.kubernetes.io/name": "coredns"}, "dns"),
+        ({"app.kubernetes.io/name": "traefik"}, "traefik"),
+        ({"istio": "ingressgateway", "app": "istio-ingressgateway"}, "istio-gateway"),
+        (
+            {
+                "app.kubernetes.io/name": "envoy",
+                "app.kubernetes.io/component": "proxy",
+                "app.kubernetes.io/managed-by": "envoy-gateway",
+            },
+            "envoy-gateway",
+        ),
+        ({"gateway.networking.k8s.io/gateway-name": "public"}, "gateway"),
+        ({"app.kubernetes.io/name": "kong"}, "kong"),
+        (
+            {"ingresscontroller.operator.openshift.io/deployment-ingresscontroller": "default"},
+            "openshift-router",
+        ),
+    ],
+)
+def test_common_ingress_gateway_and_dns_conventions_are_critical(
+    labels: dict[str, str], role: str
+) -> None:
+    why = _why(pod("p", labels=labels))
+    assert why is not None
+    assert why.role == role
+
+
+def test_ingress_nginx_admission_webhook_job_is_not_critical() -> None:
+    labels = {
+        "app.kubernetes.io/name": "ingress-nginx",
+        "app.kubernetes.io/component": "admission-webhook",
+    }
+    assert _why(pod("ingress-nginx-admission-create-x", labels=labels)) is None
+
+
+def test_dns_autoscaler_is_not_mistaken_for_dns() -> None:
+    assert _why(pod("kube-dns-autoscaler-1", labels={"k8s-app": "kube-dns-autoscaler"})) is None
+
+
+def test_system_priority_class_is_critical_and_protected_by_the_kubelet() -> None:
+    body = pod("kube-proxy-abc", namespace="kube-system", priority_class="system-node-critical")
+    body["spec"].pop("priority")  # not yet admitted: resolved from the class
+    why = _why(body)
+    assert why is not None
+    assert why.role == "system"
+    assert why.basis == "priority-class"
+    assert why.reason == "priority class system-node-critical (2000001000)"
+    assert why.kubelet_protected is True
+
+
+def test_selector_match_wins_over_priority_class_as_the_reason() -> None:
+    body = pod(
+        "coredns-1",
+        namespace="kube-system",
+        labels={"k8s-app": "kube-dns"},
+        priority_class="system-cluster-critical",
+        priority=2_000_000_000,
+    )
+    why = _why(body)
+    assert why is not None
+    assert (why.role, why.basis, why.kubelet_protected) == ("dns", "selector", True)
+
+
+def test_priority_at_highest_user_definable_value_is_critical() -> None:
+    body = pod("api", priority_class="business-critical", priority=1_000_000_000)
+    why = _why(body, priority_class("business-critical", 1_000_000_000))
+    assert why is not None
+    assert why.basis == "priority"
+    assert why.reason == "priority 1000000000 >= 1000000000 (class business-critical)"
+    assert why.kubelet_protected is False
+
+
+def test_priority_below_threshold_is_not_critical_unless_threshold_lowered() -> None:
+    body = pod("api", priority=100_000)
+    assert _why(body) is None
+    why = _why(body, policy=CriticalPodPolicy(priority_threshold=100_000))
+    assert why is not None and why.role == "high-priority"
+
+
+def test_priority_comes_from_the_global_default_class_when_unset() -> None:
+    body = pod("api")
+    body["spec"].pop("priority")
+    why = _why(
+        body,
+        priority_class("everything-important", 1_500_000_000, global_default=True),
+    )
+    assert why is not None and why.basis == "priority"
+
+
+def test_extra_selectors_add_roles_and_replacing_selectors_drops_defaults() -> None:
+    mine = RoleSelector("gateway", "app.kubernetes.io/name=api-gateway")
+    body = pod("api-gateway-1", labels={"app.kubernetes.io/name": "api-gateway"})
+    why = _why(body, policy=CriticalPodPolicy(extra_selectors=(mine,)))
+    assert why is not None and why.role == "gateway"
+    hub = pod("hub-1", labels={"app": "jupyterhub", "component": "hub"})
+    assert _why(hub, policy=CriticalPodPolicy(selectors=())) is None
+
+
+def test_mirror_and_static_pods_are_kubelet_protected() -> None:
+    mirror = pod("etcd-cp-1", namespace="kube-system")
+    mirror["metadata"]["annotations"] = {
+        "kubernetes.io/config.mirror": "abc",
+        "kubernetes.io/config.source": "file",
+    }
+    view = ClusterView.build([mirror])
+    assert criticality.kubelet_protected(view, mirror) is True
+    assert criticality.kubelet_protected(view, pod("web")) is False
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "expected"),
+    [
+        ("a=1", {"a": "1"}, True),
+        ("a==1", {"a": "2"}, False),
+        ("a!=1", {}, True),
+        ("a!=1", {"a": "1"}, False),
+        ("a in (1, 2)", {"a": "2"}, True),
+        ("a notin (1,2)", {"a": "3"}, True),
+        ("a notin (1,2)", {}, True),
+        ("a", {"a": ""}, True),
+        ("!a", {"a": "x"}, False),
+        ("!a,b", {"b": "x"}, True),
+    ],
+)
+def test_label_selector_operators_follow_kubernetes_semantics(
+    selector: str, labels: dict[str, str], expected: bool
+) -> None:
+    requirements = criticality.parse_selector(selector)
+    assert all(r.matches(labels) for r in requirements) is expected
+
+
+@pytest.mark.parametrize("selector", ["", "a=1,,b", "a in 1", "=x", "a=(1)"])
+def test_invalid_selector_raises_naming_it(selector: str) -> None:
+    with pytest.raises(ValueError, match="invalid label selector"):
+        criticality.parse_selector(selector)
+
+
+def test_default_selectors_all_parse() -> None:
+    for rule in criticality.DEFAULT_SELECTORS:
+        assert criticality.parse_selector(rule.selector)
+
+
+def test_only_bound_unfinished_pods_hold_resources() -> None:
+    assert criticality.holds_resources(pod("a", node_name="n1")) is True
+    assert criticality.holds_resources(pod("b", node_name="n1", phase="Pending")) is True
+    assert criticality.holds_resources(pod("c", node_name="n1", phase="Failed")) is False
+    assert criticality.holds_resources(pod("d", node_name="n1", phase="Succeeded")) is False
+    assert criticality.holds_resources(pod("e", phase="Pending")) is False
+
+
+def test_workload_recovers_deployment_name_when_only_replicaset_reference_is_known() -> None:
+    app = deployment("prometheus-server", namespace="support")
+    rs = replicaset(app, pod_hash="7f9c8d6b5")
+    body = pod("prometheus-server-7f9c8d6b5-x2x9k", namespace="support", owner=rs)
+    for bodies in ([body], [body, rs], [body, rs, app]):
+        ref = criticality.workload_of(ClusterView.build(bodies), body)
+        assert (ref.kind, ref.namespace, ref.name) == (
+            "Deployment",
+            "support",
+            "prometheus-server",
+        )
+    assert criticality.cause_key(ref) == "support/Deployment/prometheus-server"
+    assert criticality.owner_text(ref) == "Deployment support/prometheus-server"
+
+
+def test_bare_pod_is_its_own_workload() -> None:
+    body = pod("debug", namespace="ops")
+    ref = criticality.workload_of(ClusterView.build([body]), body)
+    assert criticality.cause_key(ref) == "ops/Pod/debug"
+
+
+def test_pod_usage_sums_containers_from_pod_metrics() -> None:
+    body = pod("hub-1", namespace="jhub", containers=[container("hub"), container("sidecar")])
+    metrics = pod_metrics(
+        body,
+        {
+            "hub": {"cpu": "250m", "memory": "300Mi"},
+            "sidecar": {"cpu": "1500000n", "memory": "20Mi"},
+        },
+    )
+    view = ClusterView.build([body, metrics])
+    usage = criticality.pod_usage(view, body)
+    assert usage is not None
+    assert str(usage["memory"]) == "320Mi"
+    assert usage["cpu"].milli == 252
+    assert criticality.pod_usage(ClusterView.build([body]), body) is None
+
+
+def test_invalid_metrics_usage_raises_naming_the_pod_metrics() -> None:
+    body = pod("hub-1", namespace="jhub")
+    metrics = pod_metrics(body, {"main": {"memory": "lots"}})
+    with pytest.raises(QuantityError, match=r"PodMetrics jhub/hub-1 containers\[name=main\]"):
+        criticality.pod_usage(ClusterView.build([body, metrics]), body)

@@ -1,0 +1,331 @@
+"""``evicted``: kubelet evictions per workload and node, linked by pressured pool."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from kubemedic.checks.evicted import (
+    EvictedConfig,
+    evicted,
+    node_pool,
+    workload_of,
+)
+from kubemedic.checks.findings import Finding, Severity
+from kubemedic.model.objects import ObjectRef
+from kubemedic.model.view import ClusterView
+from tests.factories import (
+    container,
+    deployment,
+    event,
+    node,
+    pod,
+    pod_metrics,
+    replicaset,
+)
+
+CORE = {"cloud.google.com/gke-nodepool": "core-pool", "hub.jupyter.org/node-purpose": "core"}
+HUB_MESSAGE = (
+    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 91436Ki. "
+    "Container hub was using 318892Ki, request is 128Mi, has larger consumption of memory. "
+)
+PROXY_MESSAGE = (
+    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. "
+    "Container chp was using 400Mi, request is 64Mi, has larger consumption of memory. "
+)
+
+
+def workload(name: str, namespace: str, **resources: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    owner = deployment(name, namespace=namespace, containers=[container(name, **resources)])
+    return owner, replicaset(owner)
+
+
+def evicted_pod(
+    rs: dict[str, Any], suffix: str, *, node_name: str, message: str, **extra: Any
+) -> dict[str, Any]:
+    name = rs["metadata"]["name"]
+    spec = rs["spec"]["template"]["spec"]
+    body = pod(
+        f"{name}-{suffix}",
+        namespace=rs["metadata"]["namespace"],
+        node_name=node_name,
+        containers=spec["containers"],
+        owner=rs,
+        phase="Failed",
+        reason="Evicted",
+        message=message,
+        created=timedelta(minutes=-30),
+        **extra,
+    )
+    body["status"]["conditions"] = [
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "TerminationByKubelet",
+            "message": message,
+            "lastTransitionTime": "2023-02-01T19:05:00Z",
+        }
+    ]
+    return body
+
+
+def incident() -> list[dict[str, Any]]:
+    """The 2i2c leap cluster: hub evicted from core-2, where Prometheus holds 20Gi."""
+    hub, hub_rs = workload("hub", "prod", requests={"cpu": "10m", "memory": "128Mi"})
+    prom, prom_rs = workload(
+        "support-prometheus-server",
+        "support",
+        requests={"memory": "20Gi"},
+        limits={"memory": "22Gi"},
+    )
+    prometheus = pod(
+        "support-prometheus-server-5d8f7c9b4-q2x7z",
+        namespace="support",
+        node_name="core-2",
+        containers=prom_rs["spec"]["template"]["spec"]["containers"],
+        owner=prom_rs,
+    )
+    return [
+        node("core-2", memory="52Gi", labels=CORE),
+        hub,
+        hub_rs,
+        prom,
+        prom_rs,
+        prometheus,
+        pod_metrics(prometheus, {"support-prometheus-server": {"memory": "21Gi", "cpu": "1"}}),
+        evicted_pod(hub_rs, "x8k2p", node_name="core-2", message=HUB_MESSAGE),
+    ]
+
+
+def run(bodies: list[dict[str, Any]], config: EvictedConfig | None = None) -> list[Finding]:
+    return evicted(ClusterView.build(bodies), config or EvictedConfig())
+
+
+def test_hub_evicted_beside_prometheus_names_victim_and_node_top_consumer() -> None:
+    [finding] = run(incident())
+    assert finding.severity is Severity.WARNING
+    assert finding.object == ObjectRef("Deployment", "hub", "prod", "apps/v1")
+    assert finding.cause == "eviction:memory@core-pool"
+    evidence = finding.evidence
+    assert evidence["pod"] == "hub-5d8f7c9b4-x8k2p"
+    assert evidence["owner"] == "Deployment/hub"
+    assert (evidence["node"], evidence["pool"]) == ("core-2", "core-pool")
+    assert (evidence["resource"], evidence["threshold"], evidence["available"]) == (
+        "memory",
+        "100Mi",
+        "91436Ki",
+    )
+    assert evidence["containers"] == [
+        {
+            "name": "hub",
+            "scope": "container",
+            "resource": "memory",
+            "usage": "318892Ki",
+            "request": "128Mi",
+        }
+    ]
+    assert evidence["biggestConsumer"]["name"] == "hub"
+    assert evidence["nodeTopConsumer"] == {
+        "pod": "support-prometheus-server-5d8f7c9b4-q2x7z",
+        "namespace": "support",
+        "container": "support-prometheus-server",
+        "usage": "21Gi",
+        "request": "20Gi",
+    }
+    assert evidence["count"] == 1
+    assert "hub was using 311.42Mi against a 128Mi request" in finding.message
+    assert "low on memory (threshold 100Mi, available 89.29Mi)" in finding.message
+    assert finding.last_seen.isoformat() == "2023-02-01T19:05:00+00:00"
+    json.dumps(finding.to_json())
+
+
+def test_evictions_of_different_workloads_on_one_pool_share_a_cause() -> None:
+    bodies = incident()
+    proxy, proxy_rs = workload("proxy", "prod", requests={"memory": "64Mi"})
+    bodies += [
+        node("core-3", memory="52Gi", labels=CORE),
+        proxy,
+        proxy_rs,
+        evicted_pod(proxy_rs, "m2n4b", node_name="core-3", message=PROXY_MESSAGE),
+    ]
+    findings = run(bodies)
+    assert sorted(f.object.name for f in findings) == ["hub", "proxy"]
+    assert {f.cause for f in findings} == {"eviction:memory@core-pool"}
+
+
+def test_critical_looking_pod_evicted_is_critical() -> None:
+    bodies = incident()
+    bodies[-1]["spec"]["priorityClassName"] = "system-cluster-critical"
+    bodies[-1]["spec"]["priority"] = 2000000000
+    [finding] = run(bodies)
+    assert finding.severity is Severity.CRITICAL
+    assert finding.evidence["critical"] is True
+
+
+def test_fifth_eviction_of_one_workload_on_one_node_is_critical() -> None:
+    bodies = incident()
+    rs = bodies[2]
+    bodies += [
+        evicted_pod(rs, suffix, node_name="core-2", message=HUB_MESSAGE)
+        for suffix in ("aaaa1", "aaaa2", "aaaa3", "aaaa4")
+    ]
+    [finding] = run(bodies)
+    assert finding.evidence["count"] == 5
+    assert len(finding.evidence["pods"]) == 5
+    assert finding.severity is Severity.CRITICAL
+    assert finding.message.startswith("5 pod(s) of Deployment prod/hub evicted from node core-2")
+    assert run(bodies, EvictedConfig(critical_count=6))[0].severity is Severity.WARNING
+
+
+def test_event_of_a_deleted_pod_is_reported_with_guessed_deployment() -> None:
+    gone = pod("dask-worker-7c9f8d6b5-x2kqp", namespace="dask")
+    bodies: list[dict[str, Any]] = [
+        event(
+            involved=gone,
+            reason="Evicted",
+            message=PROXY_MESSAGE.replace("chp", "dask-worker"),
+            count=2,
+            first=timedelta(minutes=1),
+            last=timedelta(minutes=3),
+            host="user-7",
+        )
+    ]
+    [finding] = run(bodies)
+    assert finding.object == ObjectRef("Deployment", "dask-worker", "dask", "apps/v1")
+    assert finding.evidence["ownerGuessed"] is True
+    assert finding.evidence["count"] == 2
+    assert (finding.evidence["node"], finding.evidence["pool"]) == ("user-7", "user-7")
+    assert finding.cause == "eviction:memory@user-7"
+    assert finding.first_seen.isoformat() == "2023-02-01T19:01:00+00:00"
+
+
+def test_event_about_a_pod_still_present_is_not_counted_twice() -> None:
+    bodies = incident()
+    bodies.append(
+        event(
+            involved=bodies[-1], reason="Evicted", message=HUB_MESSAGE, first=timedelta(minutes=4)
+        )
+    )
+    [finding] = run(bodies)
+    assert finding.evidence["count"] == 1
+    assert finding.first_seen.isoformat() == "2023-02-01T19:04:00+00:00"
+
+
+def test_empty_status_message_falls_back_to_the_event() -> None:
+    bodies = incident()
+    bodies[-1]["status"]["message"] = ""
+    bodies[-1]["status"]["conditions"] = []
+    bodies.append(event(involved=bodies[-1], reason="Evicted", message=HUB_MESSAGE))
+    [finding] = run(bodies)
+    assert finding.evidence["threshold"] == "100Mi"
+
+
+def test_local_storage_limit_cause_belongs_to_the_workload() -> None:
+    builder, builder_rs = workload("builder", "ci", limits={"ephemeral-storage": "1Gi"})
+    message = 'Usage of EmptyDir volume "workspace" exceeds the limit "1Gi". '
+    bodies = [node("ci-1"), builder, builder_rs]
+    bodies.append(evicted_pod(builder_rs, "b7c8d", node_name="ci-1", message=message))
+    [finding] = run(bodies)
+    assert finding.cause == "eviction:ephemeral-storage-limit:ci/Deployment/builder"
+    assert finding.evidence["kind"] == "local-storage-limit"
+    assert finding.evidence["limits"] == [
+        {"scope": "emptyDir", "name": "workspace", "limit": "1Gi"}
+    ]
+    assert "exceeding its emptyDir workspace limit 1Gi" in finding.message
+
+
+def test_admission_rejection_under_disk_pressure() -> None:
+    web, web_rs = workload("web", "shop")
+    message = "The node had condition: [DiskPressure]. "
+    bodies = [node("w-1", labels={"agentpool": "general"}), web, web_rs]
+    bodies.append(evicted_pod(web_rs, "c1d2e", node_name="w-1", message=message))
+    [finding] = run(bodies)
+    assert finding.cause == "eviction:ephemeral-storage@general"
+    assert finding.evidence["conditions"] == ["DiskPressure"]
+    assert "rejected by node w-1 (pool general)" in finding.message
+
+
+def test_garbled_evicted_status_is_still_reported_as_unknown_resource() -> None:
+    web, web_rs = workload("web", "shop")
+    bodies = [node("w-1"), web, web_rs]
+    bodies.append(evicted_pod(web_rs, "c1d2e", node_name="w-1", message="\udcff garbage"))
+    [finding] = run(bodies)
+    assert finding.evidence["resource"] == "unknown"
+    assert finding.cause == "eviction:unknown@w-1"
+    assert finding.message.endswith("the kubelet's message did not name a resource.")
+
+
+def test_invalid_pod_metrics_do_not_hide_the_eviction() -> None:
+    bodies = incident()
+    bodies[6]["containers"][0]["usage"]["memory"] = "lots"
+    [finding] = run(bodies)
+    assert finding.evidence["nodeTopConsumer"] is None
+
+
+# -- negatives ------------------------------------------------------------------------------------
+
+
+def test_healthy_cluster_is_silent() -> None:
+    bodies = incident()[:-1]
+    bodies.append(pod("plain-failure", phase="Failed", reason="Error", node_name="core-2"))
+    assert run(bodies) == []
+
+
+def test_drains_preemptions_and_taint_deletions_are_not_evictions_by_the_kubelet() -> None:
+    drained = pod("api-1", node_name="core-2")
+    drained["status"]["conditions"].append(
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+    )
+    victim = pod("batch-1", node_name="core-2")
+    bodies = [
+        node("core-2", labels=CORE),
+        drained,
+        victim,
+        event(involved=victim, reason="Preempted", message="Preempted by pod 1 on node core-2"),
+        event(
+            involved=pod("gone-1"),
+            reason="Evicted",
+            message="pod evicted from core-2 node by sigs.k8s.io/descheduler",
+        ),
+    ]
+    assert run(bodies) == []
+
+
+# -- shared helpers ---------------------------------------------------------------------------
+
+
+def test_node_pool_label_precedence_and_fallbacks() -> None:
+    view = ClusterView.build(
+        [
+            node("gke", labels={"cloud.google.com/gke-nodepool": "core-pool"}),
+            node("eks", labels={"eks.amazonaws.com/nodegroup": "ng-1"}),
+            node("aks", labels={"kubernetes.azure.com/agentpool": "sys"}),
+            node("karp", labels={"karpenter.sh/nodepool": "default"}),
+            node("role", labels={"node-role.kubernetes.io/infra": ""}),
+            node("typed", labels={"node.kubernetes.io/instance-type": "m5.xlarge"}),
+            node("bare"),
+        ]
+    )
+    pools = {name: node_pool(view, name) for name in view.nodes}
+    assert pools == {
+        "gke": "core-pool",
+        "eks": "ng-1",
+        "aks": "sys",
+        "karp": "default",
+        "role": "infra",
+        "typed": "m5.xlarge",
+        "bare": "bare",
+    }
+    assert node_pool(view, "deleted-by-autoscaler") == "deleted-by-autoscaler"
+
+
+def test_workload_of_names_the_deployment_even_without_its_replicaset() -> None:
+    owner, rs = workload("hub", "prod")
+    orphan = pod("hub-5d8f7c9b4-abcde", namespace="prod", owner=rs)
+    assert workload_of(ClusterView.build([orphan]), orphan) == ObjectRef(
+        "Deployment", "hub", "prod", "apps/v1"
+    )
+    assert workload_of(ClusterView.build([owner, rs, orphan]), orphan).kind == "Deployment"
+    bare = pod("debug", namespace="prod")
+    assert workload_of(ClusterView.build([bare]), bare) == ObjectRef("Pod", "debug", "prod")

@@ -1,0 +1,122 @@
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubemedic import __version__
+from kubemedic.cli import app
+from tests.factories import container, node, pod
+
+runner = CliRunner()
+
+
+def write_cluster(directory: Path, *, overcommitted: bool) -> Path:
+    memory = "15Gi" if overcommitted else "2Gi"
+    objects = [
+        node("core-1", memory="16Gi"),
+        pod(
+            "prometheus-0",
+            namespace="monitoring",
+            node_name="core-1",
+            containers=[
+                container("prometheus", requests={"memory": memory}, limits={"memory": memory})
+            ],
+        ),
+    ]
+    path = directory / "cluster.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    return path
+
+
+def test_version_flag_prints_the_package_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"kubemedic {__version__}"
+
+
+@pytest.mark.parametrize("command", [[], ["scan"], ["demo"], ["checks"]])
+def test_every_command_has_help(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0
+    assert "Usage" in result.output
+
+
+def test_json_output_follows_the_contract_and_exit_code_reflects_findings(tmp_path: Path) -> None:
+    snapshot = write_cluster(tmp_path, overcommitted=True)
+    result = runner.invoke(app, ["scan", "--snapshot", str(snapshot), "--output", "json"])
+    document = json.loads(result.stdout)
+    assert set(document) >= {"kubemedic", "generatedAt", "findings", "summary"}
+    assert document["kubemedic"] == __version__
+    checks = {finding["check"] for finding in document["findings"]}
+    assert "node-memory-overcommit" in checks
+    finding = next(f for f in document["findings"] if f["check"] == "node-memory-overcommit")
+    assert set(finding) == {
+        "check",
+        "severity",
+        "object",
+        "message",
+        "evidence",
+        "cause",
+        "firstSeen",
+        "lastSeen",
+    }
+    assert finding["object"] == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "namespace": None,
+        "name": "core-1",
+    }
+    assert sum(document["summary"].values()) == len(document["findings"])
+    assert result.exit_code == 1
+
+
+def test_fail_on_raises_or_lowers_the_bar(tmp_path: Path) -> None:
+    snapshot = str(write_cluster(tmp_path, overcommitted=True))
+    assert runner.invoke(app, ["scan", "-s", snapshot, "--fail-on", "never"]).exit_code == 0
+    healthy = tmp_path / "healthy"
+    healthy.mkdir()
+    clean = str(write_cluster(healthy, overcommitted=False))
+    assert runner.invoke(app, ["scan", "-s", clean, "--fail-on", "warning"]).exit_code == 0
+
+
+def test_table_output_groups_by_severity_and_ends_with_a_summary(tmp_path: Path) -> None:
+    snapshot = str(write_cluster(tmp_path, overcommitted=True))
+    result = runner.invoke(app, ["scan", "-s", snapshot], terminal_width=200)
+    assert "node-memory-overcommit" in result.stdout
+    assert "critical" in result.stdout
+    lines = result.stdout.strip().splitlines()
+    summary = next(line for line in lines if line.endswith("info") and "finding" in line)
+    assert summary.split(":")[1].split(",")[0].strip().endswith("critical")
+    assert lines.index(summary) > max(i for i, line in enumerate(lines) if "overcommit" in line)
+
+
+def test_malformed_input_exits_2_naming_the_file_and_prints_nothing_to_stdout(
+    tmp_path: Path,
+) -> None:
+    bad = tmp_path / "pods.json"
+    bad.write_text('{"kind": "Pod", "metadata": {"name": "a",}}')
+    result = runner.invoke(app, ["scan", "-s", str(tmp_path), "--output", "json"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "pods.json" in result.stderr
+    assert "line 1" in result.stderr
+
+
+def test_unknown_check_and_bad_time_are_usage_errors(tmp_path: Path) -> None:
+    snapshot = str(write_cluster(tmp_path, overcommitted=False))
+    result = runner.invoke(app, ["scan", "-s", snapshot, "--check", "no-such-check"])
+    assert result.exit_code == 2
+    assert "no-such-check" in result.stderr
+    result = runner.invoke(app, ["scan", "-s", snapshot, "--at", "yesterday"])
+    assert result.exit_code == 2
+    assert "--at" in result.stderr
+
+
+def test_only_the_chosen_checks_run(tmp_path: Path) -> None:
+    snapshot = str(write_cluster(tmp_path, overcommitted=True))
+    result = runner.invoke(
+        app, ["scan", "-s", snapshot, "-o", "json", "--check", "node-cpu-overcommit"]
+    )
+    assert json.loads(result.stdout)["findings"] == []
+    assert result.exit_code == 0

@@ -321,14 +321,16 @@ def test_cpu_requests_near_full_warn_and_over_full_are_critical() -> None:
     assert finding.severity is Severity.CRITICAL
 
 
-def test_cpu_limits_far_over_allocatable_only_warn() -> None:
+def test_cpu_limits_far_over_allocatable_are_critical_unless_configured_off() -> None:
     bodies = [node("n1", cpu="4")]
     bodies += deployed(
         "spiky", namespace="s", node_name="n1", requests={"cpu": "1"}, limits={"cpu": "16"}
     )
     [finding] = cpu_findings(bodies)
-    assert finding.severity is Severity.WARNING
+    assert finding.severity is Severity.CRITICAL
     assert finding.evidence["limitsPercent"] == 400.0
+    [relaxed] = cpu_findings(bodies, CpuOvercommitConfig(limits_critical_percent=None))
+    assert relaxed.severity is Severity.WARNING
 
 
 def test_pool_falls_back_to_other_conventions() -> None:

@@ -15,8 +15,8 @@ core node ran at 93% requests and 124% limits and lost its hub.
 
 Severity (``>=`` / ``>`` as written), per config:
 
-* critical: limits >= ``limits_critical_percent`` (memory 120; disabled for CPU, which is
-  compressible: exceeding it throttles, it never kills), or requests > ``requests_critical_percent``
+* critical: limits >= ``limits_critical_percent`` (120 for both; CPU is compressible, so a team
+  that accepts throttling may set it to ``null`` for CPU), or requests > ``requests_critical_percent``
   (100: the kubelet admitted more than fits, e.g. after allocatable shrank or via ``nodeName``);
 * warning: requests >= ``requests_warning_percent`` (90) or limits > ``limits_warning_percent``
   (100).
@@ -66,12 +66,13 @@ class MemoryOvercommitConfig:
 
 @dataclass(frozen=True, slots=True)
 class CpuOvercommitConfig:
-    """As ``MemoryOvercommitConfig``; CPU limits alone never make a finding critical."""
+    """As ``MemoryOvercommitConfig``. CPU over its limit is throttled, not killed: set
+    ``limits_critical_percent`` to None to keep CPU limit overcommit at warning."""
 
     requests_warning_percent: float | None = 90.0
     requests_critical_percent: float | None = 100.0
     limits_warning_percent: float | None = 100.0
-    limits_critical_percent: float | None = None
+    limits_critical_percent: float | None = 120.0
     top_consumers: int = 5
 
 

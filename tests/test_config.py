@@ -1,0 +1,76 @@
+from pathlib import Path
+
+import pytest
+
+from kubemedic import checks
+from kubemedic.checks.criticality import RoleSelector
+from kubemedic.config import ConfigError, load_settings
+from kubemedic.model.view import ClusterView
+from tests.factories import container, node, pod
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "kubemedic.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_settings_accept_camel_and_snake_case_and_reach_the_checks(tmp_path: Path) -> None:
+    settings = load_settings(
+        write(
+            tmp_path,
+            "checks:\n"
+            "  node-memory-overcommit:\n    limitsCriticalPercent: 150\n"
+            "  critical-pod-underrequested:\n"
+            "    memory_floor: 1Gi\n"
+            "    critical:\n"
+            "      extra_selectors: [{role: payments, selector: 'app=payments'}]\n"
+            "disabled: [node-scale-burst]\n",
+        )
+    )
+    assert settings.disabled == {"node-scale-burst"}
+    memory = settings.configs["node-memory-overcommit"]
+    assert memory.limits_critical_percent == 150
+    under = settings.configs["critical-pod-underrequested"]
+    assert under.memory_floor == "1Gi"
+    assert under.critical.extra_selectors == (RoleSelector("payments", "app=payments"),)
+
+    bodies = [
+        node("n1", memory="10Gi"),
+        pod(
+            "pay-1",
+            namespace="shop",
+            node_name="n1",
+            labels={"app": "payments"},
+            containers=[container("api", requests={"cpu": "500m", "memory": "512Mi"})],
+        ),
+    ]
+    view = ClusterView.build(bodies)
+    found = checks.run_checks(view, names=["critical-pod-underrequested"], configs=settings.configs)
+    [finding] = found
+    assert "payments" in str(finding.evidence["criticalBecause"])
+    assert "1Gi" in str(finding.evidence["shortfalls"])
+    assert checks.run_checks(view, names=["critical-pod-underrequested"]) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("checks:\n  no-such-check: {}\n", "unknown check 'no-such-check'"),
+        ("checks:\n  node-memory-overcommit:\n    limitz: 1\n", "node-memory-overcommit.limitz"),
+        (
+            "checks:\n  node-memory-overcommit:\n    top_consumers: lots\n",
+            "checks.node-memory-overcommit: top_consumers",
+        ),
+        ("disabled: nope\n", "'disabled' must be a list"),
+        ("colour: blue\n", "unknown top-level key(s): colour"),
+        ("checks: [\n", "line 2"),
+        ("- 1\n", "expected a mapping"),
+    ],
+)
+def test_bad_settings_name_the_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    assert str(path) in str(caught.value)
+    assert expected in str(caught.value)

@@ -6,12 +6,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from kubemedic.checks.evicted import (
-    EvictedConfig,
-    evicted,
-    node_pool,
-    workload_of,
-)
+from kubemedic.checks.evicted import EvictedConfig, evicted, pool_of
 from kubemedic.checks.findings import Finding, Severity
 from kubemedic.model.objects import ObjectRef
 from kubemedic.model.view import ClusterView
@@ -109,7 +104,7 @@ def test_hub_evicted_beside_prometheus_names_victim_and_node_top_consumer() -> N
     assert finding.cause == "eviction:memory@core-pool"
     evidence = finding.evidence
     assert evidence["pod"] == "hub-5d8f7c9b4-x8k2p"
-    assert evidence["owner"] == "Deployment/hub"
+    assert evidence["owner"] == "Deployment prod/hub"
     assert (evidence["node"], evidence["pool"]) == ("core-2", "core-pool")
     assert (evidence["resource"], evidence["threshold"], evidence["available"]) == (
         "memory",
@@ -134,6 +129,7 @@ def test_hub_evicted_beside_prometheus_names_victim_and_node_top_consumer() -> N
         "request": "20Gi",
     }
     assert evidence["count"] == 1
+    assert evidence["critical"] is None
     assert "hub was using 311.42Mi against a 128Mi request" in finding.message
     assert "low on memory (threshold 100Mi, available 89.29Mi)" in finding.message
     assert finding.last_seen.isoformat() == "2023-02-01T19:05:00+00:00"
@@ -154,13 +150,21 @@ def test_evictions_of_different_workloads_on_one_pool_share_a_cause() -> None:
     assert {f.cause for f in findings} == {"eviction:memory@core-pool"}
 
 
-def test_critical_looking_pod_evicted_is_critical() -> None:
+def test_evicted_system_class_pod_is_critical() -> None:
     bodies = incident()
     bodies[-1]["spec"]["priorityClassName"] = "system-cluster-critical"
     bodies[-1]["spec"]["priority"] = 2000000000
     [finding] = run(bodies)
     assert finding.severity is Severity.CRITICAL
-    assert finding.evidence["critical"] is True
+    assert finding.evidence["critical"] == "priority class system-cluster-critical (2000000000)"
+
+
+def test_evicted_jupyterhub_hub_is_critical_by_its_chart_labels() -> None:
+    bodies = incident()
+    bodies[-1]["metadata"]["labels"].update({"app": "jupyterhub", "component": "hub"})
+    [finding] = run(bodies)
+    assert finding.severity is Severity.CRITICAL
+    assert finding.evidence["critical"].startswith("jupyterhub")
 
 
 def test_fifth_eviction_of_one_workload_on_one_node_is_critical() -> None:
@@ -252,7 +256,7 @@ def test_garbled_evicted_status_is_still_reported_as_unknown_resource() -> None:
     bodies.append(evicted_pod(web_rs, "c1d2e", node_name="w-1", message="\udcff garbage"))
     [finding] = run(bodies)
     assert finding.evidence["resource"] == "unknown"
-    assert finding.cause == "eviction:unknown@w-1"
+    assert finding.cause == "eviction:unknown@default"  # an unlabelled node's pool
     assert finding.message.endswith("the kubelet's message did not name a resource.")
 
 
@@ -295,37 +299,23 @@ def test_drains_preemptions_and_taint_deletions_are_not_evictions_by_the_kubelet
 # -- shared helpers ---------------------------------------------------------------------------
 
 
-def test_node_pool_label_precedence_and_fallbacks() -> None:
+def test_pool_is_named_as_other_checks_name_it_or_by_node_when_gone() -> None:
     view = ClusterView.build(
         [
             node("gke", labels={"cloud.google.com/gke-nodepool": "core-pool"}),
             node("eks", labels={"eks.amazonaws.com/nodegroup": "ng-1"}),
             node("aks", labels={"kubernetes.azure.com/agentpool": "sys"}),
-            node("karp", labels={"karpenter.sh/nodepool": "default"}),
             node("role", labels={"node-role.kubernetes.io/infra": ""}),
-            node("typed", labels={"node.kubernetes.io/instance-type": "m5.xlarge"}),
-            node("bare"),
         ]
     )
-    pools = {name: node_pool(view, name) for name in view.nodes}
-    assert pools == {
-        "gke": "core-pool",
-        "eks": "ng-1",
-        "aks": "sys",
-        "karp": "default",
-        "role": "infra",
-        "typed": "m5.xlarge",
-        "bare": "bare",
-    }
-    assert node_pool(view, "deleted-by-autoscaler") == "deleted-by-autoscaler"
+    pools = {name: pool_of(view, name) for name in view.nodes}
+    assert pools == {"gke": "core-pool", "eks": "ng-1", "aks": "sys", "role": "infra"}
+    assert pool_of(view, "deleted-by-autoscaler") == "deleted-by-autoscaler"
 
 
-def test_workload_of_names_the_deployment_even_without_its_replicaset() -> None:
-    owner, rs = workload("hub", "prod")
-    orphan = pod("hub-5d8f7c9b4-abcde", namespace="prod", owner=rs)
-    assert workload_of(ClusterView.build([orphan]), orphan) == ObjectRef(
-        "Deployment", "hub", "prod", "apps/v1"
-    )
-    assert workload_of(ClusterView.build([owner, rs, orphan]), orphan).kind == "Deployment"
-    bare = pod("debug", namespace="prod")
-    assert workload_of(ClusterView.build([bare]), bare) == ObjectRef("Pod", "debug", "prod")
+def test_replicaset_missing_from_snapshot_still_names_the_deployment() -> None:
+    _, rs = workload("hub", "prod")
+    orphan = evicted_pod(rs, "abcde", node_name="core-2", message=HUB_MESSAGE)
+    [finding] = run([node("core-2", labels=CORE), orphan])
+    assert finding.object == ObjectRef("Deployment", "hub", "prod", "apps/v1")
+    assert finding.cause == "eviction:memory@core-pool"

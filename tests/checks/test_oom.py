@@ -87,7 +87,7 @@ def test_prometheus_oom_kill_reports_limit_request_usage_and_restarts() -> None:
     assert finding.cause == f"oom:support/Deployment/{PROM}/{PROM}"
     evidence = finding.evidence
     assert evidence["pod"] == f"{PROM}-5d8f7c9b4-q2x7z"
-    assert evidence["owner"] == f"Deployment/{PROM}"
+    assert evidence["owner"] == f"Deployment support/{PROM}"
     assert (evidence["container"], evidence["node"]) == (PROM, "core-2")
     assert (evidence["restartCount"], evidence["exitCode"], evidence["reason"]) == (
         3,
@@ -130,6 +130,8 @@ def test_oom_kill_of_critical_pod_is_critical() -> None:
     by_class = run(prometheus(terminated(PROM, restarts=1), priority_class="system-node-critical"))
     by_value = run(prometheus(terminated(PROM, restarts=1), priority=1_000_000_000))
     assert [f.severity for f in by_class + by_value] == [Severity.CRITICAL, Severity.CRITICAL]
+    assert by_value[0].evidence["critical"] == "priority 1000000000 >= 1000000000"
+    assert run(prometheus(terminated(PROM, restarts=1)))[0].evidence["critical"] is None
 
 
 def test_current_terminated_state_and_previous_kill_both_count() -> None:
@@ -320,4 +322,4 @@ def test_unparseable_node_oom_event_still_counts() -> None:
         [core, event(involved=core, reason="SystemOOM", message="System OOM encountered")]
     )
     assert finding.evidence["victims"][0]["process"] is None
-    assert finding.message == "Node core-2 reported 1 node-wide OOM kill(s)."
+    assert finding.message == "Node core-2 (pool default) reported 1 node-wide OOM kill(s)."

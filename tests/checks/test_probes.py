@@ -101,7 +101,7 @@ def test_hub_liveness_failing_30_times_in_5_minutes_flags_cpu_starvation() -> No
     evidence = finding.evidence
     assert (evidence["pod"], evidence["owner"], evidence["container"]) == (
         "hub-5d8f7c9b4-x8k2p",
-        "Deployment/hub",
+        "Deployment prod/hub",
         "hub",
     )
     assert (evidence["failures"], evidence["kills"], evidence["restartCount"]) == (30, 1, 1)
@@ -143,6 +143,14 @@ def test_liveness_failure_of_critical_pod_is_critical() -> None:
     bodies = hub(priority=1_000_000_000)
     bodies += [unhealthy(bodies[-1]), killing(bodies[-1])]
     assert run(bodies)[0].severity is Severity.CRITICAL
+
+
+def test_hub_labelled_as_zero_to_jupyterhub_labels_it_is_critical() -> None:
+    bodies = hub(labels={"app": "jupyterhub", "component": "hub"})
+    bodies += [unhealthy(bodies[-1]), killing(bodies[-1])]
+    [finding] = run(bodies)
+    assert finding.severity is Severity.CRITICAL
+    assert finding.evidence["critical"] == "jupyterhub (labels app=jupyterhub, component=hub)"
 
 
 def test_probe_errors_count_as_liveness_failures() -> None:
@@ -266,3 +274,25 @@ def test_invalid_cpu_request_is_an_input_error_naming_pod_and_field() -> None:
     assert finding.check == "invalid-input"
     assert "prod/hub-5d8f7c9b4-x8k2p" in finding.message
     assert "spec.containers[name=hub].resources.requests.cpu" in finding.message
+
+
+def test_the_events_field_path_names_the_failing_container() -> None:
+    probe = {"tcpSocket": {"port": 8080}}
+    body = pod(
+        "web-2",
+        containers=[
+            container("app", requests={"cpu": "500m"}, liveness=probe),
+            container("sidecar", requests={"cpu": "50m"}, liveness=probe),
+        ],
+    )
+    failing = event(
+        involved=body,
+        reason="Unhealthy",
+        message="Liveness probe failed: dial tcp 10.0.0.7:8080: connect: connection refused",
+        count=4,
+        field_path="spec.containers{sidecar}",
+    )
+    [finding] = run([body, failing])
+    assert finding.evidence["container"] == "sidecar"
+    assert finding.evidence["containerInferred"] is False
+    assert finding.evidence["cpuStarvationLikely"] is True

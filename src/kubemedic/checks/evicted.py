@@ -15,9 +15,10 @@ not the hog that caused the pressure (a Prometheus well inside a 20Gi request):
 Evidence keys:
 
 - ``pod``: the most recently evicted pod; ``pods``: all of them (at most 20 listed)
-- ``owner``: ``Kind/name`` of the workload (``ownerGuessed`` when only an event named the pod and
-  the Deployment was inferred from a ``<deployment>-<hash>-<suffix>`` name)
-- ``node``, ``pool``: the node and its pool (see ``node_pool``; the node name when unlabelled)
+- ``owner``: ``Kind namespace/name`` of the workload (``ownerGuessed`` when only an event named
+  the pod and the Deployment was inferred from a ``<deployment>-<hash>-<suffix>`` name)
+- ``node``, ``pool``: the node and its pool (``notready.node_pool``, as every check names pools;
+  the node's name when the node is no longer in the view)
 - ``kind``: ``node-pressure``, ``local-storage-limit`` or ``admission-rejected``
 - ``resource``, ``threshold``, ``available``: as the kubelet reported them (canonical quantities)
 - ``conditions``: node conditions named by an admission rejection
@@ -26,11 +27,13 @@ Evidence keys:
 - ``biggestConsumer``: the container the kubelet blamed (largest usage above request) or None
 - ``nodeTopConsumer``: ``{pod, container, usage, request}``, the node's largest current user of the
   resource per PodMetrics, or None
-- ``count``: evictions of this workload on this node; ``critical``: a critical-looking pod was hit
+- ``count``: evictions of this workload on this node
+- ``critical``: why an evicted pod is critical (``criticality.criticality_of``), or None
 
-Severity: warning; critical when an evicted pod looks critical (priority >= ``critical_priority``,
-1e9 by default, the highest user-definable priority, or a ``system-*`` PriorityClass) or when one
-workload was evicted ``critical_count`` (5) or more times from one node.
+Severity: warning; critical when an evicted pod is critical under ``critical`` (the shared
+``CriticalPodPolicy``: hub/proxy/ingress/DNS role labels, a ``system-*`` PriorityClass, or priority
+>= 1e9, the highest user-definable) or when one workload was evicted ``critical_count`` (5) or
+more times from one node (it keeps coming back to be evicted again).
 
 Cause: ``eviction:<resource>@<pool>`` for node pressure and admission rejections, so evictions of
 different workloads on the same pressured pool link; ``eviction:ephemeral-storage-limit:<ns>/
@@ -45,6 +48,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubemedic.checks import criticality, notready
+from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check
 from kubemedic.model import objects, resources
@@ -55,101 +60,25 @@ from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.quantities import Quantity, QuantityError, parse_quantity
 from kubemedic.model.view import ClusterView
 
-__all__ = [
-    "POOL_LABELS",
-    "EvictedConfig",
-    "evicted",
-    "looks_critical",
-    "node_pool",
-    "owner_cause",
-    "owner_label",
-    "workload_of",
-]
+__all__ = ["EvictedConfig", "evicted", "pool_of"]
 
-POOL_LABELS = (
-    "cloud.google.com/gke-nodepool",
-    "eks.amazonaws.com/nodegroup",
-    "alpha.eksctl.io/nodegroup-name",
-    "karpenter.sh/nodepool",
-    "kubernetes.azure.com/agentpool",
-    "agentpool",
-    "kops.k8s.io/instancegroup",
-    "doks.digitalocean.com/node-pool",
-    "hub.jupyter.org/node-purpose",
-)
-"""Labels naming a node's pool, most specific first; then ``node-role.kubernetes.io/<role>``,
-then ``node.kubernetes.io/instance-type``, then the node's own name."""
-
-_ROLE_PREFIX = "node-role.kubernetes.io/"
 _REPLICASET_POD = re.compile(r"^(?P<deployment>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{5,10}-[a-z0-9]{5}$")
 _MAX_LISTED = 20
 
 
 @dataclass(frozen=True)
 class EvictedConfig:
-    critical_priority: int = 1_000_000_000
-    """Pods at or above this priority are critical-looking (1e9 = highest user-definable)."""
+    critical: CriticalPodPolicy = field(default_factory=CriticalPodPolicy)
+    """Which pods are critical (``criticality.criticality_of``)."""
     critical_count: int = 5
     """Evictions of one workload from one node that make the finding critical."""
 
 
-# -- helpers shared by the pod-disruption checks (oom, probes) ------------------------------------
-
-
-def node_pool(view: ClusterView, node_name: str) -> str:
-    """The pool a node belongs to (see ``POOL_LABELS``), or the node name if none is labelled
-    or the node is gone from the view (an autoscaler may have removed it)."""
+def pool_of(view: ClusterView, node_name: str) -> str:
+    """The node's pool as every check names it (``notready.node_pool``), or the node's own name
+    when it is gone from the view (an autoscaler may have removed the pressured node)."""
     node = view.nodes.get(node_name)
-    labels = objects.labels(node) if node is not None else {}
-    for key in POOL_LABELS:
-        value = labels.get(key)
-        if isinstance(value, str) and value:
-            return value
-    roles = sorted(key[len(_ROLE_PREFIX) :] for key in labels if key.startswith(_ROLE_PREFIX))
-    if roles and roles[0]:
-        return roles[0]
-    instance_type = labels.get("node.kubernetes.io/instance-type")
-    if isinstance(instance_type, str) and instance_type:
-        return instance_type
-    return node_name
-
-
-def workload_of(view: ClusterView, pod: Body) -> ObjectRef:
-    """The pod's outermost controller, stable across rollouts: a ReplicaSet missing from the
-    view is named as its Deployment (``<deployment>-<pod-template-hash>``), since the hash
-    changes with every template change. A pod without controller stands for itself."""
-    chain = view.owner_chain(pod)
-    if not chain:
-        ref = objects.ref_of(pod)
-        return ObjectRef(kind="Pod", name=ref.name, namespace=ref.namespace)
-    top = chain[-1]
-    template_hash = objects.labels(pod).get("pod-template-hash")
-    if (
-        top.kind == "ReplicaSet"
-        and isinstance(template_hash, str)
-        and template_hash
-        and top.name.endswith(f"-{template_hash}")
-    ):
-        name = top.name[: -len(template_hash) - 1]
-        return ObjectRef(
-            kind="Deployment", name=name, namespace=top.namespace, api_version="apps/v1"
-        )
-    return top
-
-
-def looks_critical(view: ClusterView, pod: Body, *, min_priority: int) -> bool:
-    """Priority at or above ``min_priority``, or a ``system-*`` PriorityClass."""
-    class_name = objects.get_str(pod, "spec", "priorityClassName") or ""
-    return class_name.startswith("system-") or view.priority_of(pod) >= min_priority
-
-
-def owner_label(ref: ObjectRef) -> str:
-    return f"{ref.kind}/{ref.name}"
-
-
-def owner_cause(ref: ObjectRef) -> str:
-    """``<ns>/<Kind>/<name>`` for cause fingerprints."""
-    return "/".join(cause_part(part) for part in (ref.namespace or "_", ref.kind, ref.name))
+    return notready.node_pool(node) if node is not None else node_name
 
 
 # -- the check -------------------------------------------------------------------------------------
@@ -166,7 +95,7 @@ class _Group:
     latest_at: datetime | None = None
     first: datetime | None = None
     count: int = 0
-    critical: bool = False
+    critical: str | None = None
 
     def add(self, pod: str, eviction: Eviction, *, first: datetime, last: datetime) -> None:
         self.count += 1
@@ -203,9 +132,10 @@ def evicted(view: ClusterView, config: EvictedConfig) -> list[Finding]:
         node = objects.get_str(pod, "spec", "nodeName") or next(
             (e.host for e in events if e.host), "unknown-node"
         )
-        group = group_for(workload_of(view, pod), node, found)
+        group = group_for(criticality.workload_of(view, pod), node, found)
         group.add(ref.name, found, first=min(times, default=when), last=max(times, default=when))
-        group.critical |= looks_critical(view, pod, min_priority=config.critical_priority)
+        why = criticality.criticality_of(view, pod, policy=config.critical)
+        group.critical = group.critical or (why.reason if why else None)
 
     for event in view.events:
         if event.reason != "Evicted" or event.object_kind != "Pod":
@@ -234,7 +164,7 @@ def _is_evicted_status(pod: Body) -> bool:
 
 def _from_event(event: EventRecord) -> Eviction:
     found = classify(event.reason, event.message)
-    annotations = getattr(event, "annotations", None)  # when EventRecord carries them
+    annotations = event.annotations
     return eviction_with_annotations(found, annotations) if annotations else found
 
 
@@ -302,18 +232,18 @@ def _top_consumer(view: ClusterView, node: str, resource: str) -> dict[str, Any]
 
 def _finding(view: ClusterView, group: _Group, config: EvictedConfig) -> Finding:
     found = group.latest or Eviction(kind=DisruptionKind.UNKNOWN)
-    pool = node_pool(view, group.node)
+    pool = pool_of(view, group.node)
     latest_pod = max(group.pods, key=lambda name: group.pods[name])
     biggest = found.biggest_consumer
-    critical = group.critical or group.count >= config.critical_count
+    critical = group.critical is not None or group.count >= config.critical_count
     if found.kind is DisruptionKind.LOCAL_STORAGE_LIMIT:
-        cause = f"eviction:ephemeral-storage-limit:{owner_cause(group.owner)}"
+        cause = f"eviction:ephemeral-storage-limit:{cause_part(criticality.cause_key(group.owner))}"
     else:
         cause = f"eviction:{cause_part(group.resource)}@{cause_part(pool)}"
     evidence: dict[str, Any] = {
         "pod": latest_pod,
         "pods": sorted(group.pods)[:_MAX_LISTED],
-        "owner": owner_label(group.owner),
+        "owner": criticality.owner_text(group.owner),
         "ownerGuessed": group.guessed,
         "node": group.node,
         "pool": pool,

@@ -18,22 +18,24 @@ all hit the same limit is one problem, not twelve.
 ``SystemOOM`` (``System OOM encountered, victim process: java, pid: 1234``) for kills it does not
 attribute to a container. One finding per node.
 
-Evidence keys (containers): ``pod`` (the latest kill), ``owner`` (``Kind/name``), ``container``,
+Evidence keys (containers): ``pod`` (the latest kill), ``owner`` (``Kind ns/name``), ``container``,
 ``node``, ``restartCount`` (latest pod) and ``maxRestartCount``, ``exitCode``, ``reason``,
 ``finishedAt`` (RFC 3339), ``memoryLimit``, ``memoryRequest`` (canonical quantities or None),
 ``usage`` (current working set from PodMetrics, or None) and ``usagePercentOfLimit``,
 ``likelyOOM`` (True when no kill was confirmed as OOMKilled), ``kills`` (terminations seen) and
-``pods`` (``[{pod, node, restartCount, exitCode, reason, finishedAt, likelyOOM}]``, at most 20).
+``pods`` (``[{pod, node, restartCount, exitCode, reason, finishedAt, likelyOOM}]``, at most 20),
+``critical`` (why a pod is critical, or None).
 
 Evidence keys (nodes): ``node``, ``pool``, ``events`` (sum of event counts), ``global`` (the
 node itself ran out), ``victims`` (``[{process, pid, reason, cgroup, count, lastSeen}]``),
 ``criticalVictims`` (node components killed), ``oomKilledContainers`` (``ns/pod/container`` on
 this node reported OOMKilled).
 
-Severity (containers): warning; critical when a pod looks critical (priority >= 1e9 or a
-``system-*`` class) or a restart count reached ``critical_restarts`` (5: the workload is in a
-kill loop, not a one-off spike). Severity (nodes): info when only cgroup kills were reported (the
-container findings tell that story), warning for a node-wide OOM, critical when a node component
+Severity (containers): warning; critical when a pod is critical under ``critical`` (the shared
+``CriticalPodPolicy``: hub/proxy/ingress/DNS role labels, a ``system-*`` PriorityClass, priority
+>= 1e9) or a restart count reached ``critical_restarts`` (5: the workload is in a kill loop, not a
+one-off spike). Severity (nodes): info when only cgroup kills were reported (the container
+findings tell that story), warning for a node-wide OOM, critical when a node component
 (``critical_processes``: kubelet, container runtime, ...) was the victim.
 
 Cause: ``oom:<ns>/<Kind>/<owner>/<container>`` for containers, ``oom:node@<pool>`` for nodes.
@@ -47,7 +49,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubemedic.checks import evicted as disruption
+from kubemedic.checks import criticality, evicted
+from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check
 from kubemedic.model import objects, resources
@@ -69,8 +72,8 @@ _KERNEL_OOM = re.compile(r"Kill(?:ed)? process (?P<pid>\d{1,10}) \((?P<process>[
 class OomConfig:
     critical_restarts: int = 5
     """A restart count at which an OOM-killed container is in a kill loop: critical."""
-    critical_priority: int = 1_000_000_000
-    """Pods at or above this priority are critical-looking (1e9 = highest user-definable)."""
+    critical: CriticalPodPolicy = field(default_factory=CriticalPodPolicy)
+    """Which pods are critical (``criticality.criticality_of``)."""
     include_likely: bool = True
     """Report exit code 137 with a memory limit (no OOMKilled reason) as ``likelyOOM``."""
     critical_processes: tuple[str, ...] = (
@@ -115,7 +118,7 @@ class _Group:
     owner: ObjectRef
     container: str
     kills: list[_Kill] = field(default_factory=list)
-    critical: bool = False
+    critical: str | None = None
 
 
 @check("oom-killed", OomConfig)
@@ -125,12 +128,11 @@ def oom_killed(view: ClusterView, config: OomConfig) -> list[Finding]:
     on_node: dict[str, list[str]] = {}
     for pod in view.pods:
         for name, kill in _kills(view, pod, include_likely=config.include_likely):
-            owner = disruption.workload_of(view, pod)
+            owner = criticality.workload_of(view, pod)
             group = groups.setdefault((owner, name), _Group(owner=owner, container=name))
             group.kills.append(kill)
-            group.critical |= disruption.looks_critical(
-                view, pod, min_priority=config.critical_priority
-            )
+            why = criticality.criticality_of(view, pod, policy=config.critical)
+            group.critical = group.critical or (why.reason if why else None)
             if kill.node and not kill.likely:
                 ref = objects.ref_of(pod)
                 on_node.setdefault(kill.node, []).append(f"{ref.key}/{name}")
@@ -248,7 +250,7 @@ def _container_finding(view: ClusterView, group: _Group, config: OomConfig) -> F
     if usage is not None and limit is not None and limit.value > 0:
         percent = round(float(usage.value / limit.value) * 100, 1)
     pods = {kill.pod for kill in group.kills}
-    critical = group.critical or max_restarts >= config.critical_restarts
+    critical = group.critical is not None or max_restarts >= config.critical_restarts
     owner = f"{group.owner.kind} {group.owner.key}"
     limit_text = f"memory limit {limit.human()}" if limit else "no memory limit"
     if likely:
@@ -267,7 +269,7 @@ def _container_finding(view: ClusterView, group: _Group, config: OomConfig) -> F
     ordered = sorted(group.kills, key=lambda k: k.finished or view.now, reverse=True)
     evidence = {
         "pod": latest.pod,
-        "owner": disruption.owner_label(group.owner),
+        "owner": criticality.owner_text(group.owner),
         "container": group.container,
         "node": latest.node,
         "restartCount": latest.restart_count,
@@ -282,13 +284,14 @@ def _container_finding(view: ClusterView, group: _Group, config: OomConfig) -> F
         "likelyOOM": likely,
         "kills": len(group.kills),
         "pods": [kill.to_json() for kill in ordered[:_MAX_LISTED]],
+        "critical": group.critical,
     }
     return Finding(
         check="oom-killed",
         severity=Severity.CRITICAL if critical else Severity.WARNING,
         object=group.owner,
         message=message,
-        cause=f"oom:{disruption.owner_cause(group.owner)}/{cause_part(group.container)}",
+        cause=f"oom:{cause_part(criticality.cause_key(group.owner))}/{cause_part(group.container)}",
         first_seen=min(times, default=view.now),
         last_seen=max(times, default=view.now),
         evidence=evidence,
@@ -335,7 +338,7 @@ def _node_findings(
             severity = Severity.CRITICAL
         elif node_wide:
             severity = Severity.WARNING
-        pool = disruption.node_pool(view, node)
+        pool = evicted.pool_of(view, node)
         total = sum(event.count for event in events)
         named = sorted({str(v["process"]) for v in victims if v["process"]})
         where = f"Node {node}" + (f" (pool {pool})" if pool != node else "")

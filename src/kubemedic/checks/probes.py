@@ -18,18 +18,20 @@ that is not available the container is taken from the ``Killing`` events, else t
 with a liveness probe, else the one of those with the most restarts (``containerInferred``).
 
 One finding per workload container. Evidence keys: ``pod`` (latest), ``pods`` (at most 20),
-``owner`` (``Kind/name``), ``container``, ``failures`` (sum of ``Unhealthy`` counts), ``kills``
-(sum of liveness ``Killing`` counts), ``restartCount`` (highest of the pods), ``restartsInWindow``,
-``lastMessage`` (at most 200 characters), ``window`` (``{first, last, seconds}`` of the failures),
-``probe`` (``{type, periodSeconds, failureThreshold, timeoutSeconds, initialDelaySeconds}`` with
-Kubernetes' defaults 10/3/1/0 filled in, or None), ``cpuRequest``, ``cpuLimit`` (or None),
-``cpuStarvationLikely``, ``containerInferred``.
+``owner`` (``Kind namespace/name``), ``container``, ``failures`` (sum of ``Unhealthy`` counts),
+``kills`` (sum of liveness ``Killing`` counts), ``restartCount`` (highest of the pods),
+``restartsInWindow``, ``lastMessage`` (the latest probe output, at most 200 characters),
+``window`` (``{first, last, seconds}`` of the failures), ``probe`` (``{type, periodSeconds,
+failureThreshold, timeoutSeconds, initialDelaySeconds}`` with Kubernetes' defaults 10/3/1/0
+filled in, or None), ``cpuRequest``, ``cpuLimit`` (or None), ``cpuStarvationLikely``,
+``containerInferred``, ``critical`` (why the pod is critical, or None).
 
 ``restartsInWindow`` is the liveness ``Killing`` count; when no such event survived, the container's
 ``restartCount`` if its last termination falls inside the failure window (plus ``window_slack``).
 
 Severity: warning; critical when ``restartsInWindow`` reaches ``critical_restarts`` (3) or the pod
-looks critical (priority >= 1e9 or a ``system-*`` class). Reported once ``failures`` reaches
+is critical under ``critical`` (the shared ``CriticalPodPolicy``: hub/proxy/ingress/DNS role
+labels, a ``system-*`` PriorityClass, priority >= 1e9). Reported once ``failures`` reaches
 ``min_failures`` (3, the default ``failureThreshold``) or any liveness kill happened.
 
 Cause: ``probe-restarts:<ns>/<Kind>/<owner>/<container>``.
@@ -43,7 +45,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubemedic.checks import evicted as disruption
+from kubemedic.checks import criticality
+from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check
 from kubemedic.model import objects, resources
@@ -76,8 +79,8 @@ class ProbeConfig:
     """Liveness failures (without any kill) before a container is reported."""
     critical_restarts: int = 3
     """Liveness restarts within the failure window that make the finding critical."""
-    critical_priority: int = 1_000_000_000
-    """Pods at or above this priority are critical-looking (1e9 = highest user-definable)."""
+    critical: CriticalPodPolicy = field(default_factory=CriticalPodPolicy)
+    """Which pods are critical (``criticality.criticality_of``)."""
     starvation_cpu_request: str = "100m"
     """CPU request (or limit) below which CPU starvation is a likely cause of probe timeouts."""
     window_slack: timedelta = timedelta(minutes=2)
@@ -96,7 +99,7 @@ class _Group:
     last_failure: datetime | None = None
     pods: dict[str, Body] = field(default_factory=dict)
     inferred: bool = False
-    critical: bool = False
+    critical: str | None = None
 
     def saw(self, event: EventRecord, when: datetime) -> None:
         start = event.first_seen or when
@@ -118,7 +121,7 @@ def probe_restarts(view: ClusterView, config: ProbeConfig) -> list[Finding]:
         if not unhealthy and not killing:
             continue
         killed = {name: sum(e.count for e in events) for name, events in killing.items()}
-        owner = disruption.workload_of(view, pod)
+        owner = criticality.workload_of(view, pod)
         pod_name = objects.ref_of(pod).name
         per_container: dict[str, list[EventRecord]] = {name: [] for name in killing}
         inferred_names: set[str] = set()
@@ -134,9 +137,8 @@ def probe_restarts(view: ClusterView, config: ProbeConfig) -> list[Finding]:
             group.kills += killed.get(name, 0)
             for event in [*events, *killing.get(name, [])]:
                 group.saw(event, event.last_seen or event.first_seen or view.now)
-            group.critical |= disruption.looks_critical(
-                view, pod, min_priority=config.critical_priority
-            )
+            why = criticality.criticality_of(view, pod, policy=config.critical)
+            group.critical = group.critical or (why.reason if why else None)
     findings = [
         _finding(view, group, config)
         for group in groups.values()
@@ -166,8 +168,8 @@ def _pod_events(
 
 def _container_of(pod: Body, event: EventRecord, killed: Mapping[str, int]) -> tuple[str, bool]:
     """The container an ``Unhealthy`` event is about, and whether that was inferred."""
-    field_path = getattr(event, "field_path", None)  # when EventRecord carries fieldPath
-    if isinstance(field_path, str) and (match := _FIELD_PATH.match(field_path)):
+    field_path = event.field_path
+    if field_path is not None and (match := _FIELD_PATH.match(field_path)):
         return match.group("container"), False
     containers = objects.get_list(pod, "spec", "containers")
     probed = [c for c in containers if _liveness(c) is not None]
@@ -251,7 +253,7 @@ def _finding(view: ClusterView, group: _Group, config: ProbeConfig) -> Finding:
     )
     restarts = _restarts_in_window(group, config)
     restart_count = max(_restarts(p, group.container) for p in group.pods.values())
-    critical = group.critical or restarts >= config.critical_restarts
+    critical = group.critical is not None or restarts >= config.critical_restarts
     first = group.first or view.now
     last = group.last or first
     seconds = int((last - first).total_seconds())
@@ -262,7 +264,7 @@ def _finding(view: ClusterView, group: _Group, config: ProbeConfig) -> Finding:
     evidence: dict[str, Any] = {
         "pod": latest_name,
         "pods": sorted(group.pods)[:_MAX_LISTED],
-        "owner": disruption.owner_label(group.owner),
+        "owner": criticality.owner_text(group.owner),
         "container": group.container,
         "failures": group.failures,
         "kills": group.kills,
@@ -279,17 +281,22 @@ def _finding(view: ClusterView, group: _Group, config: ProbeConfig) -> Finding:
         "cpuLimit": str(cpu_limit) if cpu_limit is not None else None,
         "cpuStarvationLikely": starving,
         "containerInferred": group.inferred,
+        "critical": group.critical,
     }
     return Finding(
         check="probe-restarts",
         severity=Severity.CRITICAL if critical else Severity.WARNING,
         object=group.owner,
         message=message,
-        cause=f"probe-restarts:{disruption.owner_cause(group.owner)}/{cause_part(group.container)}",
+        cause=f"probe-restarts:{_cause_key(group)}",
         first_seen=first,
         last_seen=last,
         evidence=evidence,
     )
+
+
+def _cause_key(group: _Group) -> str:
+    return f"{cause_part(criticality.cause_key(group.owner))}/{cause_part(group.container)}"
 
 
 def _cpu(container: Mapping[str, Any], *, where: str) -> tuple[Quantity | None, Quantity | None]:

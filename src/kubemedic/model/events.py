@@ -13,6 +13,7 @@ plus ``series.lastObservedTime`` instead, so every field is consulted in that or
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -44,6 +45,11 @@ class EventRecord:
     last_seen: datetime | None
     source: str
     host: str | None
+    field_path: str | None = None
+    """``involvedObject.fieldPath``: which container, e.g. ``spec.containers{hub}``."""
+    annotations: Mapping[str, str] | None = None
+    """The event's own annotations (the kubelet puts ``starved_resource``,
+    ``offending_containers``... on Evicted events)."""
 
     @property
     def object_key(self) -> tuple[str, str | None, str]:
@@ -108,4 +114,6 @@ def read_event(body: objects.Body) -> EventRecord:
         last_seen=last,
         source=component,
         host=host,
+        field_path=objects.get_str(involved, "fieldPath"),
+        annotations=objects.get_map(meta, "annotations") or None,
     )

@@ -375,8 +375,11 @@ def event(
     component: str = "kubelet",
     host: str | None = None,
     name_suffix: str | None = None,
+    field_path: str | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> Obj:
-    """A ``core/v1`` Event about ``involved`` (any object body)."""
+    """A ``core/v1`` Event about ``involved`` (any object body); ``field_path`` names a container
+    as the kubelet does (``spec.containers{name}``)."""
     meta = involved["metadata"]
     suffix = name_suffix or uid_for(reason, message, stamp(first))[:16].replace("-", "")
     name = f"{meta['name']}.{suffix}"
@@ -387,13 +390,21 @@ def event(
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": _meta(kind="Event", name=name, namespace=namespace, created=first, labels=None),
+        "metadata": _meta(
+            kind="Event",
+            name=name,
+            namespace=namespace,
+            created=first,
+            labels=None,
+            annotations=annotations,
+        ),
         "involvedObject": {
             "apiVersion": involved["apiVersion"],
             "kind": involved["kind"],
             "name": meta["name"],
             "namespace": meta.get("namespace"),
             "uid": meta["uid"],
+            **({"fieldPath": field_path} if field_path else {}),
         },
         "reason": reason,
         "message": message,

@@ -17,7 +17,8 @@ Severity (``>=`` / ``>`` as written), per config:
 
 * critical: limits >= ``limits_critical_percent`` (120 for both; CPU is compressible, so a
   team that accepts throttling may set it to ``null`` for CPU), or requests >
-  ``requests_critical_percent`` (100: the kubelet admitted more than fits, e.g. after allocatable shrank or via ``nodeName``);
+  ``requests_critical_percent`` (100: the kubelet admitted more than fits, e.g. after
+  allocatable shrank or via ``nodeName``);
 * warning: requests >= ``requests_warning_percent`` (90) or limits > ``limits_warning_percent``
   (100).
 

@@ -14,9 +14,9 @@ kube-scheduler reports why a pod fits nowhere as the text of a ``FitError``
   a second FitError text about the nodes where evicting lower-priority pods was tried, e.g.
   ``preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling.``, or why
   the pod may not preempt (``preemption: not eligible due to preemptionPolicy=Never.``).
-* Older schedulers (< 1.27) used ``" %v."`` for the postfix too (it then ends in ``..``) and
-  worded the taint reason ``node(s) had taint {k: v}, that the pod didn't tolerate``, with a comma
-  *outside* the braces; both are read.
+* Some older schedulers used ``" %v."`` for the postfix too (it then ends in ``..``), and old
+  ones worded the taint reason ``node(s) had taint {k: v}, that the pod didn't tolerate``, with
+  a comma *outside* the braces; both are read.
 * The scheduler cuts messages longer than an event note may be (1024 bytes) and ends them with
   ``" ..."``; kubemedic's own event store cuts at 4 KiB with ``"…"``. A cut message parses to what
   could be read, with ``partial`` set; the cut last item is dropped rather than misread.
@@ -59,7 +59,9 @@ _CLOSE = {"}", ")", "]"}
 
 @dataclass(frozen=True, slots=True)
 class SchedulingFailure:
-    """One FitError message, read. ``reasons`` maps each filter reason to its node count."""
+    """One FitError message, read. ``reasons`` maps each filter reason to its node count.
+
+    Compared by value; not hashable (``reasons`` is a dict)."""
 
     nodes_total: int
     reasons: Mapping[str, int] = field(default_factory=dict)
@@ -88,7 +90,7 @@ def format_failed_scheduling(
     prefilter: str | None = None,
     postfilter: str | None = None,
 ) -> str:
-    """The message kube-scheduler (1.27+) writes for these numbers, byte for byte.
+    """The message current kube-scheduler writes for these numbers, byte for byte.
 
     ``sorted`` on Python strings orders by code point, which is the byte order of UTF-8 that Go's
     ``sort.Strings`` uses, so the histogram comes out in the scheduler's order.

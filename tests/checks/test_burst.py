@@ -7,8 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from kubemedic.checks.burst import BurstConfig, node_scale_burst, scraper_kind
-from kubemedic.checks.findings import Finding, Severity
-from kubemedic.checks.notready import CLUSTER
+from kubemedic.checks.findings import CLUSTER, Finding, Severity
 from kubemedic.model.view import ClusterView
 from kubemedic.testing.builders import BASE_TIME
 from tests.factories import container, deployment, node, pod, replicaset

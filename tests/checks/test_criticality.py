@@ -1,4 +1,4 @@
-"""The shared critical-pod policy and the pod-placement facts the resource checks share."""
+"""The shared critical-pod policy: role selectors, system priority classes, priority threshold."""
 
 from __future__ import annotations
 
@@ -6,15 +6,10 @@ import pytest
 
 from kubemedic.checks import criticality
 from kubemedic.checks.criticality import CriticalPodPolicy, RoleSelector
-from kubemedic.model.quantities import QuantityError
 from kubemedic.model.view import ClusterView
 from tests.factories import (
-    container,
-    deployment,
     pod,
-    pod_metrics,
     priority_class,
-    replicaset,
 )
 
 
@@ -204,56 +199,3 @@ def test_invalid_selector_raises_naming_it(selector: str) -> None:
 def test_default_selectors_all_parse() -> None:
     for rule in criticality.DEFAULT_SELECTORS:
         assert criticality.parse_selector(rule.selector)
-
-
-def test_only_bound_unfinished_pods_hold_resources() -> None:
-    assert criticality.holds_resources(pod("a", node_name="n1")) is True
-    assert criticality.holds_resources(pod("b", node_name="n1", phase="Pending")) is True
-    assert criticality.holds_resources(pod("c", node_name="n1", phase="Failed")) is False
-    assert criticality.holds_resources(pod("d", node_name="n1", phase="Succeeded")) is False
-    assert criticality.holds_resources(pod("e", phase="Pending")) is False
-
-
-def test_workload_recovers_deployment_name_when_only_replicaset_reference_is_known() -> None:
-    app = deployment("prometheus-server", namespace="support")
-    rs = replicaset(app, pod_hash="7f9c8d6b5")
-    body = pod("prometheus-server-7f9c8d6b5-x2x9k", namespace="support", owner=rs)
-    for bodies in ([body], [body, rs], [body, rs, app]):
-        ref = criticality.workload_of(ClusterView.build(bodies), body)
-        assert (ref.kind, ref.namespace, ref.name) == (
-            "Deployment",
-            "support",
-            "prometheus-server",
-        )
-    assert criticality.cause_key(ref) == "support/Deployment/prometheus-server"
-    assert criticality.owner_text(ref) == "Deployment support/prometheus-server"
-
-
-def test_bare_pod_is_its_own_workload() -> None:
-    body = pod("debug", namespace="ops")
-    ref = criticality.workload_of(ClusterView.build([body]), body)
-    assert criticality.cause_key(ref) == "ops/Pod/debug"
-
-
-def test_pod_usage_sums_containers_from_pod_metrics() -> None:
-    body = pod("hub-1", namespace="jhub", containers=[container("hub"), container("sidecar")])
-    metrics = pod_metrics(
-        body,
-        {
-            "hub": {"cpu": "250m", "memory": "300Mi"},
-            "sidecar": {"cpu": "1500000n", "memory": "20Mi"},
-        },
-    )
-    view = ClusterView.build([body, metrics])
-    usage = criticality.pod_usage(view, body)
-    assert usage is not None
-    assert str(usage["memory"]) == "320Mi"
-    assert usage["cpu"].milli == 252
-    assert criticality.pod_usage(ClusterView.build([body]), body) is None
-
-
-def test_invalid_metrics_usage_raises_naming_the_pod_metrics() -> None:
-    body = pod("hub-1", namespace="jhub")
-    metrics = pod_metrics(body, {"main": {"memory": "lots"}})
-    with pytest.raises(QuantityError, match=r"PodMetrics jhub/hub-1 containers\[name=main\]"):
-        criticality.pod_usage(ClusterView.build([body, metrics]), body)

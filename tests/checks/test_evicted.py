@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from kubemedic.checks.evicted import EvictedConfig, evicted, pool_of
+from kubemedic.checks.evicted import EvictedConfig, evicted
 from kubemedic.checks.findings import Finding, Severity
 from kubemedic.model.objects import ObjectRef
 from kubemedic.model.view import ClusterView
@@ -296,21 +296,7 @@ def test_drains_preemptions_and_taint_deletions_are_not_evictions_by_the_kubelet
     assert run(bodies) == []
 
 
-# -- shared helpers ---------------------------------------------------------------------------
-
-
-def test_pool_is_named_as_other_checks_name_it_or_by_node_when_gone() -> None:
-    view = ClusterView.build(
-        [
-            node("gke", labels={"cloud.google.com/gke-nodepool": "core-pool"}),
-            node("eks", labels={"eks.amazonaws.com/nodegroup": "ng-1"}),
-            node("aks", labels={"kubernetes.azure.com/agentpool": "sys"}),
-            node("role", labels={"node-role.kubernetes.io/infra": ""}),
-        ]
-    )
-    pools = {name: pool_of(view, name) for name in view.nodes}
-    assert pools == {"gke": "core-pool", "eks": "ng-1", "aks": "sys", "role": "infra"}
-    assert pool_of(view, "deleted-by-autoscaler") == "deleted-by-autoscaler"
+# -- owners ------------------------------------------------------------------------------------
 
 
 def test_replicaset_missing_from_snapshot_still_names_the_deployment() -> None:

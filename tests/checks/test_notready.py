@@ -6,14 +6,8 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from kubemedic.checks.findings import Finding, Severity
-from kubemedic.checks.notready import (
-    CLUSTER,
-    NotReadyConfig,
-    human_duration,
-    node_not_ready,
-    node_pool,
-)
+from kubemedic.checks.findings import CLUSTER, Finding, Severity
+from kubemedic.checks.notready import NotReadyConfig, node_not_ready
 from kubemedic.model.view import ClusterView
 from kubemedic.testing.builders import BASE_TIME
 from tests.factories import node, pod
@@ -265,22 +259,3 @@ def test_missing_ready_condition_is_silent_and_missing_times_do_not_crash() -> N
     assert finding.evidence["notReadyForSeconds"] is None
     assert finding.evidence["since"] is None
     assert finding.first_seen == BASE_TIME + NOW
-
-
-def test_node_pool_reads_the_common_provisioner_labels() -> None:
-    assert node_pool(node("a", labels={"eks.amazonaws.com/nodegroup": "ng-1"})) == "ng-1"
-    assert node_pool(node("b", labels={"karpenter.sh/nodepool": "spot"})) == "spot"
-    assert node_pool(node("c", labels={"kubernetes.azure.com/agentpool": "sys"})) == "sys"
-    assert node_pool(node("d", labels={"hub.jupyter.org/node-purpose": "core"})) == "core"
-    assert node_pool(node("e", labels={"node-role.kubernetes.io/worker": ""})) == "worker"
-    typed = node("f", labels={"node.kubernetes.io/instance-type": "m5.large"})
-    assert node_pool(typed) == "m5.large"
-    assert node_pool(node("g")) == "default"
-
-
-def test_human_duration() -> None:
-    assert human_duration(45) == "45s"
-    assert human_duration(750) == "12m30s"
-    assert human_duration(600) == "10m"
-    assert human_duration(7500) == "2h5m"
-    assert human_duration(-3) == "0s"

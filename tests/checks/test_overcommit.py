@@ -122,6 +122,7 @@ def test_incident_core_node_is_critical_at_93_percent_requests_and_124_percent_l
         "limit": "22Gi",
         "requestsPercent": 80.0,
         "limitsPercent": 88.0,
+        "unbounded": False,
     }
     assert [c["owner"] for c in evidence["topConsumers"][1:]] == [
         "Deployment support/support-grafana",
@@ -278,6 +279,7 @@ def test_pod_without_limit_is_reported_unbounded() -> None:
     assert finding.evidence["unboundedPods"] == 1
     assert finding.evidence["limits"] == "0"
     assert finding.evidence["topConsumers"][0]["limit"] is None
+    assert finding.evidence["topConsumers"][0]["unbounded"] is True
     assert finding.evidence["topConsumers"][0]["limitsPercent"] is None
     assert finding.cause == "memory-overcommit:ml/Pod/greedy@default"
 
@@ -369,3 +371,28 @@ def test_invalid_quantity_names_pod_and_field() -> None:
 def test_checks_are_registered() -> None:
     assert REGISTRY["node-memory-overcommit"].config_type is MemoryOvercommitConfig
     assert REGISTRY["node-cpu-overcommit"].config_type is CpuOvercommitConfig
+
+
+def test_a_limitless_sidecar_does_not_hide_the_main_containers_limit() -> None:
+    # Prometheus charts ship a config-reloader sidecar with no resources: `kubectl describe node`
+    # still adds the server's 22Gi limit, and so must we.
+    bodies = [node("core-2", memory="20Gi")]
+    bodies.append(
+        pod(
+            "prometheus-server-0",
+            namespace="support",
+            node_name="core-2",
+            containers=[
+                container(
+                    "prometheus-server", requests={"memory": "16Gi"}, limits={"memory": "22Gi"}
+                ),
+                container("configmap-reload"),
+            ],
+        )
+    )
+    [finding] = memory_findings(bodies)
+    assert finding.evidence["limits"] == "22Gi"
+    assert finding.evidence["limitsPercent"] == 110.0
+    assert finding.evidence["unboundedPods"] == 1
+    assert finding.evidence["topConsumers"][0]["limit"] == "22Gi"
+    assert finding.evidence["topConsumers"][0]["unbounded"] is True

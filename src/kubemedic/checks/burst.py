@@ -41,11 +41,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubemedic.checks.findings import Finding, Severity, cause_part
-from kubemedic.checks.notready import CLUSTER, human_duration, node_pool
+from kubemedic.checks.findings import CLUSTER, Finding, Severity, cause_part
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, resources
-from kubemedic.model.objects import Body
+from kubemedic.model import objects, owners, placement, resources, timing
+from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.quantities import Quantity
 from kubemedic.model.view import ClusterView, controller_of
 
@@ -106,14 +105,9 @@ def node_scale_burst(view: ClusterView, config: BurstConfig) -> list[Finding]:
     """Many nodes created within a short window, naming what grows with node count."""
     born = sorted(
         (
-            _Born(at=created, name=name, pool=node_pool(node))
+            _Born(at=created, name=name, pool=placement.node_pool(node))
             for name, node in view.nodes.items()
-            if (
-                created := objects.parse_time(
-                    objects.get_map(node, "metadata").get("creationTimestamp")
-                )
-            )
-            is not None
+            if (created := timing.created_at(node)) is not None
         ),
         key=lambda item: (item.at, item.name),
     )
@@ -179,7 +173,7 @@ def _sentence(evidence: Mapping[str, Any], pool: str, growers: list[dict[str, An
     named = ", ".join(f"{g['owner']} ({g['scraper']})" for g in scrapers[:3]) or "no known scraper"
     return (
         f"{evidence['nodesAdded']} nodes were created within "
-        f"{human_duration(evidence['spanSeconds'])} ({evidence['nodesBefore']} -> "
+        f"{timing.human_duration(evidence['spanSeconds'])} ({evidence['nodesBefore']} -> "
         f"{evidence['nodesAfter']} nodes, mostly in pool {pool}); load grows with them for "
         f"{named} and {daemonsets} DaemonSet{'s' if daemonsets != 1 else ''}."
     )
@@ -240,7 +234,7 @@ def _scrapers(view: ClusterView) -> list[dict[str, Any]]:
     groups: dict[Any, dict[str, Any]] = {}
     weights: dict[Any, float] = {}
     for pod in view.pods:
-        if objects.get_str(pod, "status", "phase") in ("Succeeded", "Failed"):
+        if placement.finished(pod):
             continue
         owner = controller_of(pod)
         if owner is not None and owner.kind == "DaemonSet":
@@ -249,14 +243,13 @@ def _scrapers(view: ClusterView) -> list[dict[str, Any]]:
         if kind is None:
             continue
         top = view.top_owner(pod)
-        where = f"{top.namespace}/" if top.namespace else ""
         entry = groups.setdefault(
             top,
             {
                 "kind": top.kind,
                 "namespace": top.namespace,
                 "name": top.name,
-                "owner": f"{where}{top.kind}/{top.name}",
+                "owner": owners.cause_key(top),
                 "scraper": kind,
                 "why": _WHY.get(kind, "scrapes every node"),
                 "pods": [],
@@ -297,12 +290,11 @@ def _daemonsets(view: ClusterView, new_nodes: set[str]) -> list[dict[str, Any]]:
         if added == 0 or sample is None:
             continue
         per_pod = resources.pod_requests(sample)
-        where = f"{namespace}/" if namespace else ""
         entry: dict[str, Any] = {
             "kind": "DaemonSet",
             "namespace": namespace,
             "name": name,
-            "owner": f"{where}DaemonSet/{name}",
+            "owner": owners.cause_key(ObjectRef("DaemonSet", name, namespace)),
             "why": "one pod per node",
             "podsAdded": added,
             "estimated": estimated,
@@ -334,10 +326,5 @@ def _template_pod(body: Body | None, namespace: str | None, name: str) -> Body |
 def _matching_nodes(view: ClusterView, body: Body | None, new_nodes: set[str]) -> int:
     if body is None:
         return 0
-    selector = objects.get_map(body, "spec", "template", "spec", "nodeSelector")
-    count = 0
-    for name in new_nodes:
-        node_labels = objects.labels(view.nodes[name])
-        if all(node_labels.get(key) == value for key, value in selector.items()):
-            count += 1
-    return count
+    pod_spec = objects.get_map(body, *owners.POD_TEMPLATE_SPECS["DaemonSet"])
+    return sum(1 for name in new_nodes if placement.selector_matches(pod_spec, view.nodes[name]))

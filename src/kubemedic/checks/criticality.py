@@ -1,4 +1,4 @@
-"""Which pods are critical, and why; plus the pod-placement facts the resource checks share.
+"""Which pods are critical, and why.
 
 A pod is **critical** (its loss takes a service down for everyone, as the hub's did in incident 3)
 when, in this order of precedence (the first match is the reason reported):
@@ -24,9 +24,8 @@ when, in this order of precedence (the first match is the reason reported):
 manager refuses to evict such pods and the OOM killer scores them like Guaranteed pods. Checks about
 eviction risk only worry about critical pods that are *not* protected.
 
-The helpers below (``holds_resources``, ``resident_pods``, ``pod_usage``, ``workload_of``) are the
-accounting shared by the overcommit, under-request and neighbour checks; node pools come from
-``notready.node_pool`` so every check names a pool the same way.
+Where pods run and what they hold is ``kubemedic.model.placement``; which workload a pod belongs
+to is ``kubemedic.model.owners``.
 """
 
 from __future__ import annotations
@@ -37,9 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubemedic.model import objects, resources
-from kubemedic.model.objects import Body, ObjectRef
-from kubemedic.model.quantities import Quantity, parse_quantity
+from kubemedic.model import objects
+from kubemedic.model.objects import Body
 from kubemedic.model.view import ClusterView
 
 __all__ = [
@@ -49,17 +47,9 @@ __all__ = [
     "CriticalPodPolicy",
     "Criticality",
     "RoleSelector",
-    "cause_key",
-    "config_quantity",
     "criticality_of",
-    "holds_resources",
     "kubelet_protected",
-    "owner_text",
     "parse_selector",
-    "pod_key",
-    "pod_usage",
-    "resident_pods",
-    "workload_of",
 ]
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
@@ -232,79 +222,3 @@ def criticality_of(
             reason += f" (class {class_name})"
         return Criticality("high-priority", reason, "priority", protected)
     return None
-
-
-# -- shared pod-placement facts ---------------------------------------------------------------
-
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-def holds_resources(pod: Body) -> bool:
-    """Whether ``pod`` counts against its node: bound (``spec.nodeName``) and not terminal.
-    Succeeded and Failed pods (the admission-rejected pods of a ``nodeName`` storm included)
-    release their resources; Pending-but-bound and terminating pods still hold them."""
-    phase = objects.get_str(pod, "status", "phase")
-    return bool(objects.get_str(pod, "spec", "nodeName")) and phase not in TERMINAL_PHASES
-
-
-def resident_pods(view: ClusterView, node_name: str) -> list[Body]:
-    return [pod for pod in view.pods_on(node_name) if holds_resources(pod)]
-
-
-def pod_usage(view: ClusterView, pod: Body) -> resources.ResourceList | None:
-    """The pod's usage from its ``metrics.k8s.io`` PodMetrics (the sum of its containers' working
-    set and CPU), or None when the snapshot has none for it."""
-    meta = objects.get_map(pod, "metadata")
-    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-    metrics = view.pod_metrics.get((namespace, name))
-    if metrics is None:
-        return None
-    total: resources.ResourceList = {}
-    for entry in objects.get_list(metrics, "containers"):
-        container = objects.get_str(entry, "name") or "?"
-        where = f"PodMetrics {namespace}/{name} containers[name={container}].usage"
-        usage = objects.get_map(entry, "usage")
-        resources.add_into(
-            total, {str(k): parse_quantity(v, where=f"{where}.{k}") for k, v in usage.items()}
-        )
-    return total
-
-
-def workload_of(view: ClusterView, pod: Body) -> ObjectRef:
-    """The pod's outermost controller, identified stably. When a snapshot lacks the Deployment,
-    the chain stops at its ReplicaSet, whose name carries the template hash; the Deployment's name
-    is then recovered by stripping ``-<pod-template-hash>`` so causes stay the same across
-    rollouts."""
-    top = view.top_owner(pod)
-    template_hash = objects.labels(pod).get("pod-template-hash")
-    if (
-        top.kind == "ReplicaSet"
-        and isinstance(template_hash, str)
-        and template_hash
-        and top.name.endswith(f"-{template_hash}")
-    ):
-        name = top.name[: -len(template_hash) - 1]
-        return ObjectRef(
-            kind="Deployment", name=name, namespace=top.namespace, api_version="apps/v1"
-        )
-    return top
-
-
-def pod_key(pod: Body) -> str:
-    return objects.ref_of(pod).key
-
-
-def owner_text(ref: ObjectRef) -> str:
-    """``Kind namespace/name``, as evidence shows an owner."""
-    return str(ref)
-
-
-def cause_key(ref: ObjectRef) -> str:
-    """``namespace/Kind/name``, as a cause fingerprint names a workload."""
-    where = f"{ref.namespace}/" if ref.namespace else ""
-    return f"{where}{ref.kind}/{ref.name}"
-
-
-def config_quantity(text: str, *, check: str, name: str) -> Quantity:
-    """Parse a quantity from a check's config, naming the setting when it is invalid."""
-    return parse_quantity(text, where=f"config of check {check}: {name}")

@@ -16,8 +16,9 @@ Evidence keys:
 
 - ``pod``: the most recently evicted pod; ``pods``: all of them (at most 20 listed)
 - ``owner``: ``Kind namespace/name`` of the workload (``ownerGuessed`` when only an event named
-  the pod and the Deployment was inferred from a ``<deployment>-<hash>-<suffix>`` name)
-- ``node``, ``pool``: the node and its pool (``notready.node_pool``, as every check names pools;
+  the pod and the Deployment was inferred from a ``<deployment>-<hash>-<suffix>`` name,
+  ``owners.guess_deployment``)
+- ``node``, ``pool``: the node and its pool (``placement.pool_of``, as every check names pools;
   the node's name when the node is no longer in the view)
 - ``kind``: ``node-pressure``, ``local-storage-limit`` or ``admission-rejected``
 - ``resource``, ``threshold``, ``available``: as the kubelet reported them (canonical quantities)
@@ -42,17 +43,16 @@ different workloads on the same pressured pool link; ``eviction:ephemeral-storag
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubemedic.checks import criticality, notready
+from kubemedic.checks import criticality
 from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, resources
+from kubemedic.model import objects, owners, placement, resources, timing
 from kubemedic.model.events import EventRecord
 from kubemedic.model.eviction import Amount, DisruptionKind, Eviction, classify, pod_disruption
 from kubemedic.model.eviction import with_annotations as eviction_with_annotations
@@ -60,9 +60,8 @@ from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.quantities import Quantity, QuantityError, parse_quantity
 from kubemedic.model.view import ClusterView
 
-__all__ = ["EvictedConfig", "evicted", "pool_of"]
+__all__ = ["EvictedConfig", "evicted"]
 
-_REPLICASET_POD = re.compile(r"^(?P<deployment>[a-z0-9][-a-z0-9.]*?)-[a-z0-9]{5,10}-[a-z0-9]{5}$")
 _MAX_LISTED = 20
 
 
@@ -72,13 +71,6 @@ class EvictedConfig:
     """Which pods are critical (``criticality.criticality_of``)."""
     critical_count: int = 5
     """Evictions of one workload from one node that make the finding critical."""
-
-
-def pool_of(view: ClusterView, node_name: str) -> str:
-    """The node's pool as every check names it (``notready.node_pool``), or the node's own name
-    when it is gone from the view (an autoscaler may have removed the pressured node)."""
-    node = view.nodes.get(node_name)
-    return notready.node_pool(node) if node is not None else node_name
 
 
 # -- the check -------------------------------------------------------------------------------------
@@ -132,7 +124,7 @@ def evicted(view: ClusterView, config: EvictedConfig) -> list[Finding]:
         node = objects.get_str(pod, "spec", "nodeName") or next(
             (e.host for e in events if e.host), "unknown-node"
         )
-        group = group_for(criticality.workload_of(view, pod), node, found)
+        group = group_for(owners.workload_of(view, pod), node, found)
         group.add(ref.name, found, first=min(times, default=when), last=max(times, default=when))
         why = criticality.criticality_of(view, pod, policy=config.critical)
         group.critical = group.critical or (why.reason if why else None)
@@ -145,9 +137,10 @@ def evicted(view: ClusterView, config: EvictedConfig) -> list[Finding]:
         found = _from_event(event)
         if not found.by_kubelet and found.kind is not DisruptionKind.UNKNOWN:
             continue
-        owner, guessed = _guess_owner(event.object_namespace, event.object_name)
+        guessed = owners.guess_deployment(event.object_namespace, event.object_name)
+        owner = guessed or ObjectRef("Pod", event.object_name, event.object_namespace)
         group = group_for(owner, event.host or "unknown-node", found)
-        group.guessed |= guessed
+        group.guessed |= guessed is not None
         first = event.first_seen or event.last_seen or view.now
         group.add(event.object_name, found, first=first, last=event.last_seen or first)
         group.count += event.count - 1
@@ -182,17 +175,7 @@ def _evicted_at(pod: Body) -> datetime | None:
     known = [when for when in finished if when is not None]
     if known:
         return max(known)
-    return objects.parse_time(status.get("startTime")) or objects.parse_time(
-        objects.get_map(pod, "metadata").get("creationTimestamp")
-    )
-
-
-def _guess_owner(namespace: str | None, name: str) -> tuple[ObjectRef, bool]:
-    match = _REPLICASET_POD.match(name)
-    if match:
-        ref = ObjectRef("Deployment", match.group("deployment"), namespace, "apps/v1")
-        return ref, True
-    return ObjectRef("Pod", name, namespace), False
+    return objects.parse_time(status.get("startTime")) or timing.created_at(pod)
 
 
 def _top_consumer(view: ClusterView, node: str, resource: str) -> dict[str, Any] | None:
@@ -232,18 +215,18 @@ def _top_consumer(view: ClusterView, node: str, resource: str) -> dict[str, Any]
 
 def _finding(view: ClusterView, group: _Group, config: EvictedConfig) -> Finding:
     found = group.latest or Eviction(kind=DisruptionKind.UNKNOWN)
-    pool = pool_of(view, group.node)
+    pool = placement.pool_of(view, group.node)
     latest_pod = max(group.pods, key=lambda name: group.pods[name])
     biggest = found.biggest_consumer
     critical = group.critical is not None or group.count >= config.critical_count
     if found.kind is DisruptionKind.LOCAL_STORAGE_LIMIT:
-        cause = f"eviction:ephemeral-storage-limit:{cause_part(criticality.cause_key(group.owner))}"
+        cause = f"eviction:ephemeral-storage-limit:{cause_part(owners.cause_key(group.owner))}"
     else:
         cause = f"eviction:{cause_part(group.resource)}@{cause_part(pool)}"
     evidence: dict[str, Any] = {
         "pod": latest_pod,
         "pods": sorted(group.pods)[:_MAX_LISTED],
-        "owner": criticality.owner_text(group.owner),
+        "owner": owners.owner_text(group.owner),
         "ownerGuessed": group.guessed,
         "node": group.node,
         "pool": pool,
@@ -282,7 +265,7 @@ def _top_consumer_safe(view: ClusterView, node: str, resource: str) -> dict[str,
 
 
 def _message(group: _Group, found: Eviction, *, pool: str, latest_pod: str) -> str:
-    owner = f"{group.owner.kind} {group.owner.key}"
+    owner = owners.owner_text(group.owner)
     where = f"node {group.node}" + (f" (pool {pool})" if pool != group.node else "")
     who = f"{group.count} pod(s) of {owner}" if group.owner.kind != "Pod" else f"Pod {latest_pod}"
     if found.kind is DisruptionKind.LOCAL_STORAGE_LIMIT and found.limits:

@@ -48,11 +48,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kubemedic.checks import criticality, notready
+from kubemedic.checks import criticality
 from kubemedic.checks.criticality import Criticality, CriticalPodPolicy
-from kubemedic.checks.findings import Finding, Severity, cause_part
+from kubemedic.checks.findings import Finding, Severity, cause_part, percent
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, resources
+from kubemedic.model import objects, owners, placement, resources, timing
 from kubemedic.model.objects import Body
 from kubemedic.model.quantities import Quantity
 from kubemedic.model.view import ClusterView
@@ -119,10 +119,10 @@ def memory_hog_neighbour(view: ClusterView, config: NeighbourConfig) -> list[Fin
 def _resident(view: ClusterView, pod: Body, config: NeighbourConfig) -> Resident:
     request = resources.pod_requests(pod).get("memory", resources.zero("memory"))
     unbounded = "memory" in resources.unbounded_limits(pod, ("memory",))
-    usage = criticality.pod_usage(view, pod)
+    usage = placement.pod_usage(view, pod)
     return Resident(
         pod=pod,
-        key=criticality.pod_key(pod),
+        key=owners.pod_key(pod),
         request=request,
         limit=None if unbounded else resources.pod_limits(pod).get("memory"),
         usage=None if usage is None else usage.get("memory"),
@@ -142,17 +142,12 @@ def _measure(resident: Resident) -> tuple[str, Quantity]:
     return max(measures, key=lambda item: item[1])
 
 
-def _percent(part: Quantity, whole: Quantity) -> float:
-    ratio = part.ratio(whole)
-    return 0.0 if ratio is None else round(float(ratio * 100), 1)
-
-
 def _node_findings(view: ClusterView, node: Body, config: NeighbourConfig) -> list[Finding]:
     name = objects.get_str(node, "metadata", "name") or ""
     allocatable = resources.node_allocatable(node).get("memory")
     if allocatable is None or allocatable.value <= 0:
         return []
-    residents = [_resident(view, pod, config) for pod in criticality.resident_pods(view, name)]
+    residents = [_resident(view, pod, config) for pod in placement.resident_pods(view, name)]
     threatened = [r for r in residents if r.why is not None and r.evictable]
     if not threatened:
         return []
@@ -189,7 +184,7 @@ def _finding(
     view: ClusterView, node: Body, *, hog: Resident, context: _NodeContext, config: NeighbourConfig
 ) -> Finding:
     name = objects.get_str(node, "metadata", "name") or ""
-    pool = notready.node_pool(node)
+    pool = placement.node_pool(node)
     allocatable = context.allocatable
     others = sum(
         (max(r.request, r.assumed_usage) for r in context.residents if r.key != hog.key),
@@ -202,8 +197,8 @@ def _finding(
     severity = Severity.CRITICAL if can_run_out or before else Severity.WARNING
 
     measure, amount = _measure(hog)
-    share = _percent(amount, allocatable)
-    owner = criticality.workload_of(view, hog.pod)
+    share = percent(amount, allocatable)
+    owner = owners.workload_of(view, hog.pod)
     named = [f"{r.key} ({r.why.role if r.why else '?'})" for r in context.threatened[:3]]
     if len(context.threatened) > 3:
         named.append(f"{len(context.threatened) - 3} more")
@@ -224,16 +219,12 @@ def _finding(
             f"pods would need {(ceiling + others).human()} of {allocatable.human()}"
         )
     message = (
-        f"Pod {hog.key} ({criticality.owner_text(owner)}) holds {share}% of node {name}'s "
+        f"Pod {hog.key} ({owners.owner_text(owner)}) holds {share}% of node {name}'s "
         f"{allocatable.human()} allocatable memory ({measure} {amount.human()}) beside critical "
         f"{noun} {shown}" + ("; " + " and ".join(tails) if tails else "") + "."
     )
     critical_pods = [hog.pod, *(r.pod for r in context.threatened)]
-    created = [
-        t
-        for pod in critical_pods
-        if (t := objects.parse_time(objects.get_map(pod, "metadata").get("creationTimestamp")))
-    ]
+    created = [t for pod in critical_pods if (t := timing.created_at(pod))]
     first_seen = max(created) if created else view.now
     evidence: dict[str, Any] = {
         "node": name,
@@ -241,7 +232,7 @@ def _finding(
         "allocatable": str(allocatable),
         "hog": {
             "pod": hog.key,
-            "owner": criticality.owner_text(owner),
+            "owner": owners.owner_text(owner),
             "request": str(hog.request),
             "limit": None if hog.limit is None else str(hog.limit),
             "usage": None if hog.usage is None else str(hog.usage),
@@ -251,7 +242,7 @@ def _finding(
         "critical": [
             {
                 "pod": r.key,
-                "owner": criticality.owner_text(criticality.workload_of(view, r.pod)),
+                "owner": owners.owner_text(owners.workload_of(view, r.pod)),
                 "role": r.why.role if r.why else None,
                 "reason": r.why.reason if r.why else None,
                 "request": str(r.request),
@@ -270,7 +261,7 @@ def _finding(
         severity=severity,
         object=objects.ref_of(hog.pod),
         message=message,
-        cause=(f"memory-hog:{cause_part(criticality.cause_key(owner))}@{cause_part(pool)}"),
+        cause=(f"memory-hog:{cause_part(owners.cause_key(owner))}@{cause_part(pool)}"),
         first_seen=first_seen,
         last_seen=max(first_seen, view.now),
         evidence=evidence,

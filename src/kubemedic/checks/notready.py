@@ -41,8 +41,9 @@ heartbeats are ``warning``.
 Evidence: ``status``, ``reason``, ``message``, ``causeClass``, ``causeGroup``,
 ``notReadyForSeconds`` (int or null), ``since`` (RFC 3339 or null), ``lastHeartbeat`` (RFC 3339
 or null), ``heartbeatAgeSeconds`` (int or null), ``taints`` (the not-ready/unreachable taints
-present, as ``key:effect``), ``cordoned`` (``spec.unschedulable``), ``nodePool``, ``podsOnNode``
-(pods bound to the node and not finished). Cause: ``node-not-ready:<causeClass>@<nodePool>``.
+present, as ``key:effect``), ``cordoned`` (``spec.unschedulable``), ``nodePool``
+(``placement.node_pool``), ``podsOnNode`` (pods bound to the node and not finished). Cause:
+``node-not-ready:<causeClass>@<nodePool>``.
 
 Mass outage: when at least ``brake_fraction`` (30%) of nodes, and at least ``brake_min_nodes``
 of them, are reported NotReady, one more ``critical`` finding about the cluster
@@ -59,31 +60,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from kubemedic.checks.findings import Finding, Severity, cause_part
+from kubemedic.checks.findings import CLUSTER, Finding, Severity, cause_part
 from kubemedic.checks.registry import check
-from kubemedic.model import objects
-from kubemedic.model.objects import Body, ObjectRef
+from kubemedic.model import objects, placement, timing
+from kubemedic.model.objects import Body
 from kubemedic.model.view import ClusterView
 
-__all__ = ["CLUSTER", "NotReadyConfig", "human_duration", "node_not_ready", "node_pool"]
-
-CLUSTER = ObjectRef(kind="Cluster", name="cluster", api_version="kubemedic.io/v1")
-
-POOL_LABELS = (
-    "cloud.google.com/gke-nodepool",
-    "eks.amazonaws.com/nodegroup",
-    "alpha.eksctl.io/nodegroup-name",
-    "karpenter.sh/nodepool",
-    "kubernetes.azure.com/agentpool",
-    "agentpool",
-    "hub.jupyter.org/node-purpose",
-    "node.kubernetes.io/pool",
-)
-"""Labels naming a node's pool, most specific first (then ``node-role.kubernetes.io/<role>``,
-then ``node.kubernetes.io/instance-type``, else ``default``)."""
+__all__ = ["NotReadyConfig", "node_not_ready"]
 
 NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
@@ -127,40 +112,6 @@ class NotReadyConfig:
     """This share of nodes NotReady at once adds the cluster-level "brake repairs" finding."""
     brake_min_nodes: int = 2
     """...provided at least this many nodes are NotReady (one node of one is not a pattern)."""
-
-
-def node_pool(node: Body) -> str:
-    """The pool a node belongs to, from the usual provisioner labels (see ``POOL_LABELS``)."""
-    node_labels = objects.labels(node)
-    for key in POOL_LABELS:
-        value = node_labels.get(key)
-        if isinstance(value, str) and value:
-            return value
-    roles = sorted(
-        key.removeprefix("node-role.kubernetes.io/")
-        for key in node_labels
-        if key.startswith("node-role.kubernetes.io/") and len(key) > len("node-role.kubernetes.io/")
-    )
-    if roles:
-        return roles[0]
-    instance_type = node_labels.get("node.kubernetes.io/instance-type") or node_labels.get(
-        "beta.kubernetes.io/instance-type"
-    )
-    if isinstance(instance_type, str) and instance_type:
-        return instance_type
-    return "default"
-
-
-def human_duration(seconds: float) -> str:
-    """``2h5m``, ``12m30s``, ``45s``: a Go-like duration for messages."""
-    total = max(0, int(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
-    if minutes:
-        return f"{minutes}m{secs}s" if secs else f"{minutes}m"
-    return f"{secs}s"
 
 
 def cause_class(status: str, reason: str, message: str) -> str:
@@ -217,7 +168,7 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
     message = str(condition.get("message") or "")
     since = objects.parse_time(condition.get("lastTransitionTime"))
     heartbeat = objects.parse_time(condition.get("lastHeartbeatTime"))
-    heartbeat_age = _seconds(view.now, heartbeat)
+    heartbeat_age = timing.seconds_since(view.now, heartbeat)
 
     if status == "True":
         if heartbeat_age is None or heartbeat_age < config.heartbeat_stale_seconds:
@@ -226,14 +177,14 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
         severity = Severity.WARNING
     else:
         klass = cause_class(status, reason, message)
-        down_for = _seconds(view.now, since)
+        down_for = timing.seconds_since(view.now, since)
         if down_for is not None and down_for < config.report_after_seconds:
             return None
         critical = down_for is not None and down_for >= config.critical_after_seconds
         severity = Severity.CRITICAL if critical else Severity.WARNING
 
     name = objects.get_str(node, "metadata", "name") or "?"
-    pool = node_pool(node)
+    pool = placement.node_pool(node)
     evidence = {
         "status": status,
         "reason": reason,
@@ -247,7 +198,7 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
         "taints": _not_ready_taints(node),
         "cordoned": objects.get_map(node, "spec").get("unschedulable") is True,
         "nodePool": pool,
-        "podsOnNode": sum(1 for pod in view.pods_on(name) if not _finished(pod)),
+        "podsOnNode": len(placement.resident_pods(view, name)),
     }
     finding = Finding(
         check="node-not-ready",
@@ -265,18 +216,19 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
 def _message(name: str, evidence: Mapping[str, Any], config: NotReadyConfig) -> str:
     age = evidence["heartbeatAgeSeconds"]
     if evidence["causeClass"] == "heartbeat-stale":
+        stale_after = timing.human_duration(config.heartbeat_stale_seconds)
         return (
-            f"Node {name} is Ready but its last heartbeat is {human_duration(age)} old "
-            f"(stale after {human_duration(config.heartbeat_stale_seconds)}), so nobody is "
-            "checking it."
+            f"Node {name} is Ready but its last heartbeat is {timing.human_duration(age)} old "
+            f"(stale after {stale_after}), so nobody is checking it."
         )
     down_for = evidence["notReadyForSeconds"]
-    how_long = f"for {human_duration(down_for)}" if down_for is not None else "(since unknown)"
+    how_long = "(since unknown)" if down_for is None else f"for {timing.human_duration(down_for)}"
     detail = evidence["message"] or evidence["reason"] or "no message"
+    threshold = timing.human_duration(config.critical_after_seconds)
     repair = (
-        f"past the {human_duration(config.critical_after_seconds)} repair threshold"
+        f"past the {threshold} repair threshold"
         if down_for is not None and down_for >= config.critical_after_seconds
-        else f"repair threshold {human_duration(config.critical_after_seconds)}"
+        else f"repair threshold {threshold}"
     )
     return (
         f"Node {name} has been NotReady {how_long} (Ready={evidence['status']}, "
@@ -324,13 +276,3 @@ def _not_ready_taints(node: Body) -> list[str]:
         if isinstance(taint, Mapping) and taint.get("key") in NOT_READY_TAINTS:
             found.append(f"{taint.get('key')}:{taint.get('effect') or ''}")
     return sorted(found)
-
-
-def _finished(pod: Body) -> bool:
-    return objects.get_str(pod, "status", "phase") in ("Succeeded", "Failed")
-
-
-def _seconds(now: datetime, then: datetime | None) -> int | None:
-    if then is None:
-        return None
-    return max(0, int((now - then).total_seconds()))

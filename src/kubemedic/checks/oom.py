@@ -49,11 +49,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubemedic.checks import criticality, evicted
+from kubemedic.checks import criticality
 from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, resources
+from kubemedic.model import objects, owners, placement, resources
 from kubemedic.model.events import EventRecord
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.quantities import Quantity, QuantityError, parse_quantity
@@ -128,7 +128,7 @@ def oom_killed(view: ClusterView, config: OomConfig) -> list[Finding]:
     on_node: dict[str, list[str]] = {}
     for pod in view.pods:
         for name, kill in _kills(view, pod, include_likely=config.include_likely):
-            owner = criticality.workload_of(view, pod)
+            owner = owners.workload_of(view, pod)
             group = groups.setdefault((owner, name), _Group(owner=owner, container=name))
             group.kills.append(kill)
             why = criticality.criticality_of(view, pod, policy=config.critical)
@@ -251,7 +251,7 @@ def _container_finding(view: ClusterView, group: _Group, config: OomConfig) -> F
         percent = round(float(usage.value / limit.value) * 100, 1)
     pods = {kill.pod for kill in group.kills}
     critical = group.critical is not None or max_restarts >= config.critical_restarts
-    owner = f"{group.owner.kind} {group.owner.key}"
+    owner = owners.owner_text(group.owner)
     limit_text = f"memory limit {limit.human()}" if limit else "no memory limit"
     if likely:
         what = f"was killed by SIGKILL (exit code 137) {len(group.kills)} time(s) with a"
@@ -269,7 +269,7 @@ def _container_finding(view: ClusterView, group: _Group, config: OomConfig) -> F
     ordered = sorted(group.kills, key=lambda k: k.finished or view.now, reverse=True)
     evidence = {
         "pod": latest.pod,
-        "owner": criticality.owner_text(group.owner),
+        "owner": owners.owner_text(group.owner),
         "container": group.container,
         "node": latest.node,
         "restartCount": latest.restart_count,
@@ -291,7 +291,7 @@ def _container_finding(view: ClusterView, group: _Group, config: OomConfig) -> F
         severity=Severity.CRITICAL if critical else Severity.WARNING,
         object=group.owner,
         message=message,
-        cause=f"oom:{cause_part(criticality.cause_key(group.owner))}/{cause_part(group.container)}",
+        cause=f"oom:{cause_part(owners.cause_key(group.owner))}/{cause_part(group.container)}",
         first_seen=min(times, default=view.now),
         last_seen=max(times, default=view.now),
         evidence=evidence,
@@ -338,7 +338,7 @@ def _node_findings(
             severity = Severity.CRITICAL
         elif node_wide:
             severity = Severity.WARNING
-        pool = evicted.pool_of(view, node)
+        pool = placement.pool_of(view, node)
         total = sum(event.count for event in events)
         named = sorted({str(v["process"]) for v in victims if v["process"]})
         where = f"Node {node}" + (f" (pool {pool})" if pool != node else "")

@@ -57,9 +57,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubemedic.checks.findings import Finding, Severity, cause_part
+from kubemedic.checks.findings import Finding, Severity, pinned_cause, workload_cause
 from kubemedic.checks.registry import check
-from kubemedic.model import objects
+from kubemedic.model import objects, owners
 from kubemedic.model.fieldpaths import ElementKind, FieldPath, PathElement
 from kubemedic.model.managedfields import decode_fieldsv1, leaf_paths
 from kubemedic.model.objects import Body, ObjectRef
@@ -71,7 +71,7 @@ _TRACKING_ID = "argocd.argoproj.io/tracking-id"
 _FLUX_GROUPS = ("kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io")
 _TOOL_NAMES = {"argocd": "Argo CD", "flux": "Flux"}
 _POD_SPEC = FieldPath.parse("spec.template.spec")
-_POD_SPECS = {"CronJob": FieldPath.parse("spec.jobTemplate.spec.template.spec")}
+_POD_SPECS = {kind: FieldPath.of(*path) for kind, path in owners.POD_TEMPLATE_SPECS.items()}
 _STATUS = PathElement.field("status")
 _CONTAINER_LISTS = frozenset({"containers", "initContainers"})
 
@@ -268,8 +268,7 @@ def _assess(
     paths = [path for edit in edits for path in edit.paths]
     scheduling = sorted({str(path) for path in paths if _scheduling(path, pod_spec, config)})
     pinned = ref.kind != "DaemonSet" and pod_spec.child("nodeName") in paths
-    scope = cause_part(f"{ref.namespace or ''}/{ref.kind}/{ref.name}")
-    cause = f"pinned-node-name:{scope}" if pinned else f"out-of-band-edit:{scope}"
+    cause = pinned_cause(ref) if pinned else workload_cause("out-of-band-edit", ref)
     times = [when for when in (objects.parse_time(edit.time) for edit in edits) if when]
     evidence: dict[str, Any] = {
         **chosen.to_json(),

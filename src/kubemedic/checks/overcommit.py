@@ -29,8 +29,9 @@ Evidence: ``node``, ``nodePool``, ``resource``, ``allocatable``, ``requests``, `
 (canonical quantities), ``requestsPercent``, ``limitsPercent`` (1 decimal), ``pods`` (pods
 holding resources), ``unboundedPods`` (pods with a container lacking a limit for the resource),
 ``thresholds`` (the percentages applied), ``topConsumers``: up to ``top_consumers`` entries
-``{pod, owner, request, limit, requestsPercent, limitsPercent}``, largest first by the larger of
-limit and request (``limit`` is null for an unbounded pod).
+``{pod, owner, request, limit, requestsPercent, limitsPercent, unbounded}``, largest first by the
+larger of limit and request (``limit`` sums the limits that are set, null when none is;
+``unbounded`` is true when some container sets none, so the pod may grow past it).
 
 Cause: ``<resource>-overcommit:<namespace>/<Kind>/<name>@<pool>``: the workload of the top
 consumer and the node pool, the two things that link recurrences (the same hog, the same pool),
@@ -43,10 +44,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubemedic.checks import criticality, notready
-from kubemedic.checks.findings import Finding, Severity, cause_part
+from kubemedic.checks.findings import Finding, Severity, cause_part, percent
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, resources
+from kubemedic.model import objects, owners, placement, resources, timing
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.quantities import Quantity
 from kubemedic.model.view import ClusterView
@@ -84,7 +84,8 @@ OvercommitConfig = MemoryOvercommitConfig | CpuOvercommitConfig
 class _Consumer:
     pod: Body
     request: Quantity
-    limit: Quantity | None  # None: some container sets no limit
+    limit: Quantity | None  # the limits that are set, summed; None when no container sets one
+    unbounded: bool  # some container sets no limit: the pod may grow past ``limit``
 
     @property
     def weight(self) -> tuple[Quantity, Quantity]:
@@ -115,11 +116,6 @@ def overcommit_findings(
     return findings
 
 
-def _percent(part: Quantity, whole: Quantity) -> float:
-    ratio = part.ratio(whole)
-    return 0.0 if ratio is None else round(float(ratio * 100), 1)
-
-
 def _node_finding(
     view: ClusterView, node: Body, *, resource: str, config: OvercommitConfig
 ) -> Finding | None:
@@ -128,21 +124,23 @@ def _node_finding(
     if allocatable is None or allocatable.value <= 0:
         return None
     consumers = []
-    for pod in criticality.resident_pods(view, name):
+    for pod in placement.resident_pods(view, name):
         request = resources.pod_requests(pod).get(resource, resources.zero(resource))
+        limit = resources.pod_limits(pod).get(resource)
         unbounded = resource in resources.unbounded_limits(pod, (resource,))
-        limit = None if unbounded else resources.pod_limits(pod).get(resource)
-        consumers.append(_Consumer(pod, request, limit))
+        consumers.append(_Consumer(pod, request, limit, unbounded))
     requests = sum((c.request for c in consumers), resources.zero(resource))
+    # As ``kubectl describe node``: every limit that is set counts, even when another container of
+    # the same pod sets none (that pod is then also counted in ``unboundedPods``).
     limits = sum((c.limit for c in consumers if c.limit is not None), resources.zero(resource))
-    requests_pct, limits_pct = _percent(requests, allocatable), _percent(limits, allocatable)
+    requests_pct, limits_pct = percent(requests, allocatable), percent(limits, allocatable)
     severity = _severity(requests_pct, limits_pct, config)
     if severity is None:
         return None
 
-    consumers.sort(key=lambda c: (c.weight, criticality.pod_key(c.pod)), reverse=True)
+    consumers.sort(key=lambda c: (c.weight, owners.pod_key(c.pod)), reverse=True)
     top = consumers[: max(config.top_consumers, 0)]
-    pool = notready.node_pool(node)
+    pool = placement.node_pool(node)
     label = "CPU" if resource == "cpu" else resource
     evidence: dict[str, Any] = {
         "node": name,
@@ -154,7 +152,7 @@ def _node_finding(
         "requestsPercent": requests_pct,
         "limitsPercent": limits_pct,
         "pods": len(consumers),
-        "unboundedPods": sum(1 for c in consumers if c.limit is None),
+        "unboundedPods": sum(1 for c in consumers if c.unbounded),
         "thresholds": _thresholds(config),
         "topConsumers": [_consumer_json(view, c, allocatable) for c in top],
     }
@@ -163,9 +161,9 @@ def _node_finding(
         first = top[0]
         amount = first.request if first.limit is None else first.limit
         kind = "request" if first.limit is None else "limit"
-        share = _percent(amount, allocatable)
+        share = percent(amount, allocatable)
         lead = (
-            f"; the largest, {criticality.pod_key(first.pod)}, alone has a {amount.human()} "
+            f"; the largest, {owners.pod_key(first.pod)}, alone has a {amount.human()} "
             f"{kind} ({share}%)"
         )
     message = (
@@ -173,8 +171,8 @@ def _node_finding(
         f"{limits_pct}% of its {allocatable.human()} allocatable across {len(consumers)} pods"
         f"{lead}."
     )
-    culprit = criticality.workload_of(view, top[0].pod) if top else None
-    culprit_key = criticality.cause_key(culprit) if culprit else "none"
+    culprit = owners.workload_of(view, top[0].pod) if top else None
+    culprit_key = owners.cause_key(culprit) if culprit else "none"
     first_seen, last_seen = _seen(view, consumers)
     return Finding(
         check=f"node-{resource}-overcommit",
@@ -217,23 +215,18 @@ def _thresholds(config: OvercommitConfig) -> dict[str, float | None]:
 
 def _consumer_json(view: ClusterView, consumer: _Consumer, allocatable: Quantity) -> dict[str, Any]:
     return {
-        "pod": criticality.pod_key(consumer.pod),
-        "owner": criticality.owner_text(criticality.workload_of(view, consumer.pod)),
+        "pod": owners.pod_key(consumer.pod),
+        "owner": owners.owner_text(owners.workload_of(view, consumer.pod)),
         "request": str(consumer.request),
         "limit": None if consumer.limit is None else str(consumer.limit),
-        "requestsPercent": _percent(consumer.request, allocatable),
-        "limitsPercent": (
-            None if consumer.limit is None else _percent(consumer.limit, allocatable)
-        ),
+        "requestsPercent": percent(consumer.request, allocatable),
+        "limitsPercent": (None if consumer.limit is None else percent(consumer.limit, allocatable)),
+        "unbounded": consumer.unbounded,
     }
 
 
 def _seen(view: ClusterView, consumers: list[_Consumer]) -> tuple[datetime, datetime]:
     """Since when the current set of pods has been together (the newest pod's creation)."""
-    created = [
-        t
-        for c in consumers
-        if (t := objects.parse_time(objects.get_map(c.pod, "metadata").get("creationTimestamp")))
-    ]
+    created = [t for c in consumers if (t := timing.created_at(c.pod))]
     first = max(created) if created else view.now
     return first, max(first, view.now)

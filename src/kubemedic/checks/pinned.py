@@ -48,30 +48,24 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from kubemedic.checks.findings import Finding, Severity, cause_part
+from kubemedic.checks.findings import Finding, Severity, pinned_cause
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, resources
+from kubemedic.model import objects, owners, placement, resources
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.quantities import Quantity, QuantityError
 from kubemedic.model.view import ClusterView, controller_of
 
-__all__ = ["TEMPLATE_SPEC_PATHS", "PinnedNodeNameConfig", "pinned_cause", "pinned_node_name"]
+__all__ = ["TEMPLATE_SPEC_PATHS", "PinnedNodeNameConfig", "pinned_node_name"]
 
 TEMPLATE_SPEC_PATHS: Mapping[str, tuple[str, ...]] = {
-    **dict.fromkeys(
-        ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Job"),
-        ("spec", "template", "spec"),
-    ),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+    kind: path for kind, path in owners.POD_TEMPLATE_SPECS.items() if kind != "DaemonSet"
 }
-"""Where each checked kind keeps its pod template's spec."""
+"""The kinds checked (every workload kind but DaemonSet) and where they keep their pod template's
+spec; ``failed-pod-storm`` looks for a pin in the same places."""
 
 _REPORTED_BY_OWNER = {"ReplicaSet": "Deployment", "Job": "CronJob"}
 _RECREATE_AT_ONCE = frozenset({"Deployment", "ReplicaSet", "ReplicationController", "StatefulSet"})
 _NEVER = datetime.min.replace(tzinfo=UTC)
-_TERMINAL = frozenset({"Succeeded", "Failed"})
-_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-_DEFAULT_TOLERATED = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +74,6 @@ class PinnedNodeNameConfig:
 
     report_zero_replicas: bool = True
     """Report pinned templates that ask for no replicas (as info): a scale-up would storm."""
-
-
-def pinned_cause(ref: ObjectRef) -> str:
-    """The cause fingerprint of a pin on ``ref`` (the workload that carries the template)."""
-    return "pinned-node-name:" + cause_part(f"{ref.namespace or ''}/{ref.kind}/{ref.name}")
 
 
 @check("pinned-node-name", PinnedNodeNameConfig)
@@ -219,8 +208,8 @@ def _node_free(view: ClusterView, *, node: Body, workload: ObjectRef) -> dict[st
     allocatable = resources.node_allocatable(node)
     used: dict[str, Quantity] = {}
     count = 0
-    for pod in view.pods_on(node_name):
-        if objects.get_str(pod, "status", "phase") in _TERMINAL or _belongs(view, pod, workload):
+    for pod in placement.resident_pods(view, node_name):
+        if _belongs(view, pod, workload):
             continue
         resources.add_into(used, resources.pod_requests(pod))
         count += 1
@@ -286,20 +275,14 @@ def _node_problems(node: Body) -> list[str]:
         problems.append("node is cordoned (spec.unschedulable), which nodeName bypasses")
     for taint in objects.get_list(node, "spec", "taints"):
         if isinstance(taint, Mapping) and taint.get("effect") in ("NoSchedule", "PreferNoSchedule"):
-            problems.append(f"taint {_taint_text(taint)} is bypassed by nodeName")
+            problems.append(f"taint {placement.taint_text(taint)} is bypassed by nodeName")
     return problems
-
-
-def _taint_text(taint: Mapping[str, Any]) -> str:
-    value = taint.get("value")
-    shown = f"{taint.get('key')}={value}" if value else str(taint.get("key"))
-    return f"{shown}:{taint.get('effect')}"
 
 
 def _admission_blockers(node: Body, template: Mapping[str, Any], problems: list[str]) -> list[str]:
     """Kubelet admission predicates every replica fails, explained into ``problems``."""
     blockers: list[str] = []
-    if not _affinity_matches(template, node):
+    if not placement.affinity_matches(template, node):
         blockers.append("NodeAffinity")
         problems.append("the template's nodeSelector / required node affinity does not match")
     tolerations = [t for t in objects.get_list(template, "tolerations") if isinstance(t, Mapping)]
@@ -307,77 +290,13 @@ def _admission_blockers(node: Body, template: Mapping[str, Any], problems: list[
         if (
             isinstance(taint, Mapping)
             and taint.get("effect") == "NoExecute"
-            and taint.get("key") not in _DEFAULT_TOLERATED
-            and not any(_tolerates(toleration, taint) for toleration in tolerations)
+            and taint.get("key") not in placement.DEFAULT_TOLERATED_TAINTS
+            and not any(placement.tolerates(toleration, taint) for toleration in tolerations)
         ):
             if "TaintToleration" not in blockers:
                 blockers.append("TaintToleration")
-            problems.append(f"taint {_taint_text(taint)} is not tolerated")
+            problems.append(f"taint {placement.taint_text(taint)} is not tolerated")
     return blockers
-
-
-def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """``Toleration.ToleratesTaint`` from k8s.io/api/core/v1."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
-
-
-def _affinity_matches(template: Mapping[str, Any], node: Body) -> bool:
-    node_labels = objects.labels(node)
-    for key, value in objects.get_map(template, "nodeSelector").items():
-        if node_labels.get(key) != value:
-            return False
-    required = objects.get_map(template, "affinity", "nodeAffinity", _REQUIRED)
-    terms = objects.get_list(required, "nodeSelectorTerms")
-    if not terms:
-        return True
-    node_name = objects.get_str(node, "metadata", "name")
-    return any(_term_matches(term, node_labels, node_name) for term in terms)
-
-
-def _term_matches(term: Any, node_labels: Mapping[str, str], node_name: str | None) -> bool:
-    """A node selector term: all requirements hold; an empty term matches no node."""
-    expressions = objects.get_list(term, "matchExpressions")
-    fields = objects.get_list(term, "matchFields")
-    if not expressions and not fields:
-        return False
-    for expression in expressions:
-        key = objects.get_str(expression, "key") or ""
-        if not _requirement(expression, node_labels.get(key)):
-            return False
-    for expression in fields:
-        value = node_name if objects.get_str(expression, "key") == "metadata.name" else None
-        if not _requirement(expression, value):
-            return False
-    return True
-
-
-def _requirement(expression: Any, value: str | None) -> bool:
-    operator = objects.get_str(expression, "operator")
-    values = [v for v in objects.get_list(expression, "values") if isinstance(v, str)]
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
-        try:
-            have, want = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > want if operator == "Gt" else have < want
-    return False
 
 
 def _set_by(body: Body, template_path: tuple[str, ...]) -> dict[str, Any] | None:

@@ -49,7 +49,7 @@ from kubemedic.checks import criticality
 from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, resources
+from kubemedic.model import objects, owners, resources
 from kubemedic.model.events import EventRecord
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.quantities import Quantity, parse_quantity
@@ -121,7 +121,7 @@ def probe_restarts(view: ClusterView, config: ProbeConfig) -> list[Finding]:
         if not unhealthy and not killing:
             continue
         killed = {name: sum(e.count for e in events) for name, events in killing.items()}
-        owner = criticality.workload_of(view, pod)
+        owner = owners.workload_of(view, pod)
         pod_name = objects.ref_of(pod).name
         per_container: dict[str, list[EventRecord]] = {name: [] for name in killing}
         inferred_names: set[str] = set()
@@ -264,7 +264,7 @@ def _finding(view: ClusterView, group: _Group, config: ProbeConfig) -> Finding:
     evidence: dict[str, Any] = {
         "pod": latest_name,
         "pods": sorted(group.pods)[:_MAX_LISTED],
-        "owner": criticality.owner_text(group.owner),
+        "owner": owners.owner_text(group.owner),
         "container": group.container,
         "failures": group.failures,
         "kills": group.kills,
@@ -296,7 +296,7 @@ def _finding(view: ClusterView, group: _Group, config: ProbeConfig) -> Finding:
 
 
 def _cause_key(group: _Group) -> str:
-    return f"{cause_part(criticality.cause_key(group.owner))}/{cause_part(group.container)}"
+    return f"{cause_part(owners.cause_key(group.owner))}/{cause_part(group.container)}"
 
 
 def _cpu(container: Mapping[str, Any], *, where: str) -> tuple[Quantity | None, Quantity | None]:
@@ -321,7 +321,7 @@ def _message(
     cpu_request: Quantity | None,
     starving: bool,
 ) -> str:
-    owner = f"{group.owner.kind} {group.owner.key}"
+    owner = owners.owner_text(group.owner)
     span = f"{seconds // 60} min" if seconds >= 60 else f"{seconds} s"
     text = (
         f"Liveness probe of container {group.container} in {owner} failed {group.failures} "

@@ -18,10 +18,10 @@ from typing import Any, Generic, TypeVar
 
 from kubemedic.checks.findings import Finding, Severity
 from kubemedic.model.objects import ObjectRef
-from kubemedic.model.quantities import QuantityError
+from kubemedic.model.quantities import Quantity, QuantityError, parse_quantity
 from kubemedic.model.view import ClusterView
 
-__all__ = ["REGISTRY", "CheckSpec", "check", "run_checks"]
+__all__ = ["REGISTRY", "CheckSpec", "check", "config_quantity", "run_checks"]
 
 C = TypeVar("C")
 CheckFn = Callable[[ClusterView, C], list[Finding]]
@@ -55,6 +55,12 @@ def check(name: str, config_type: type[C]) -> Callable[[CheckFn[C]], CheckFn[C]]
         return function
 
     return register
+
+
+def config_quantity(text: str, *, check: str, name: str) -> Quantity:
+    """Parse a quantity from a check's config; an invalid one raises ``QuantityError`` naming the
+    check and the setting (``run_checks`` reports it as an ``invalid-input`` finding)."""
+    return parse_quantity(text, where=f"config of check {check}: {name}")
 
 
 def run_checks(

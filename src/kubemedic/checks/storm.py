@@ -28,7 +28,8 @@ What counts as an admission rejection: a Failed pod whose ``reason`` is
 
 Pods are grouped by their outermost controller (Pod -> ReplicaSet -> Deployment). When the
 ReplicaSet is not in the view, its Deployment is inferred from the ``pod-template-hash`` label
-(``<deployment>-<hash>``). Pods with no controller cannot storm and are left out.
+(``<deployment>-<hash>``, ``owners.recover_deployment``). Pods with no controller cannot storm
+and are left out.
 
 Rates: ``perMinute`` is the number of rejected pods over the span of their creation times, the
 span counted as at least one minute (so a burst does not read as an infinite rate);
@@ -66,14 +67,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from kubemedic.checks.findings import Finding, Severity, cause_part
+from kubemedic.checks.findings import Finding, Severity, pinned_cause, workload_cause
+from kubemedic.checks.pinned import TEMPLATE_SPEC_PATHS
 from kubemedic.checks.registry import check
-from kubemedic.model import objects
+from kubemedic.model import objects, owners, placement, timing
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.view import ClusterView
 
@@ -110,15 +111,6 @@ _INSUFFICIENT = re.compile(
     r"Node didn't have enough resource: (?P<resource>[^,\s]+), requested: (?P<requested>-?\d+), "
     r"used: (?P<used>-?\d+), capacity: (?P<capacity>-?\d+)"
 )
-_TEMPLATE_SPEC_PATHS: Mapping[str, tuple[str, ...]] = {
-    **dict.fromkeys(
-        ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Job"),
-        ("spec", "template", "spec"),
-    ),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
-"""The kinds ``pinned-node-name`` checks (DaemonSets cannot storm) and their pod template specs."""
-_TERMINAL = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +163,7 @@ def failed_pod_storm(view: ClusterView, config: FailedPodStormConfig) -> list[Fi
             continue
         key = (owner.kind, owner.namespace or "", owner.name)
         storms.setdefault(key, _Storm(owner, [])).pods.append(pod)
-    terminated = sum(1 for pod in view.pods if objects.get_str(pod, "status", "phase") in _TERMINAL)
+    terminated = sum(1 for pod in view.pods if placement.finished(pod))
     findings = []
     for key in sorted(storms):
         storm = storms[key]
@@ -196,26 +188,14 @@ def _rejected_at_admission(pod: Body, extra: frozenset[str]) -> bool:
 
 def _owner(view: ClusterView, pod: Body) -> ObjectRef | None:
     chain = view.owner_chain(pod)
-    if not chain:
-        return None
-    top = chain[-1]
-    if top.kind == "ReplicaSet" and view.workload("ReplicaSet", top.namespace, top.name) is None:
-        pod_hash = objects.labels(pod).get("pod-template-hash")
-        if pod_hash and top.name.endswith(f"-{pod_hash}") and len(top.name) > len(pod_hash) + 1:
-            name = top.name[: -len(pod_hash) - 1]
-            return ObjectRef("Deployment", name, top.namespace, "apps/v1")
-    return top
-
-
-def _created(pod: Body) -> datetime | None:
-    return objects.parse_time(objects.get_map(pod, "metadata").get("creationTimestamp"))
+    return owners.recover_deployment(view, chain[-1], pod=pod) if chain else None
 
 
 def _pinned(view: ClusterView, storm: _Storm) -> tuple[ObjectRef, str] | None:
     """The outermost controller in the view whose pod template sets ``nodeName``."""
     for ref in [storm.owner, *reversed(view.owner_chain(storm.pods[0]))]:
         body = view.workload(ref.kind, ref.namespace, ref.name)
-        path = _TEMPLATE_SPEC_PATHS.get(ref.kind)
+        path = TEMPLATE_SPEC_PATHS.get(ref.kind)
         if body is None or path is None:
             continue
         node_name = objects.get_str(body, *path, "nodeName")
@@ -230,9 +210,12 @@ def _assess(
     owner = storm.owner
     pods = sorted(
         storm.pods,
-        key=lambda pod: (_created(pod) or view.now, objects.get_str(pod, "metadata", "name") or ""),
+        key=lambda pod: (
+            timing.created_at(pod) or view.now,
+            objects.get_str(pod, "metadata", "name") or "",
+        ),
     )
-    times = [when for when in (_created(pod) for pod in pods) if when is not None]
+    times = [when for when in (timing.created_at(pod) for pod in pods) if when is not None]
     first, last = (times[0], times[-1]) if times else (view.now, view.now)
     window = (last - first).total_seconds() / 60
     per_minute = round(len(pods) / max(window, 1.0), 1) if times else 0.0
@@ -254,12 +237,9 @@ def _assess(
     ):
         severity = Severity.CRITICAL
     if pinned is not None:
-        ref = pinned[0]
-        cause = "pinned-node-name:" + cause_part(f"{ref.namespace or ''}/{ref.kind}/{ref.name}")
+        cause = pinned_cause(pinned[0])
     else:
-        cause = "failed-pod-storm:" + cause_part(
-            f"{owner.namespace or ''}/{owner.kind}/{owner.name}"
-        )
+        cause = workload_cause("failed-pod-storm", owner)
     top_reasons = ", ".join(f"{count} {reason}" for reason, count in reasons.most_common(3))
     where = f" on node {', '.join(sorted(nodes))}" if 0 < len(nodes) <= 3 else ""
     pin = f" (its template pins spec.nodeName {pinned[1]})" if pinned is not None else ""

@@ -43,8 +43,8 @@ from typing import Any
 from kubemedic.checks import criticality
 from kubemedic.checks.criticality import Criticality, CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
-from kubemedic.checks.registry import check
-from kubemedic.model import objects, resources
+from kubemedic.checks.registry import check, config_quantity
+from kubemedic.model import objects, owners, placement, resources, timing
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.quantities import Quantity
 from kubemedic.model.view import ClusterView
@@ -108,7 +108,7 @@ class _PodReport:
 
     @property
     def rank(self) -> tuple[bool, int, str]:
-        return (self.evicted_first, len(self.shortfalls), criticality.pod_key(self.pod))
+        return (self.evicted_first, len(self.shortfalls), owners.pod_key(self.pod))
 
 
 @check(CHECK, UnderrequestedConfig)
@@ -116,11 +116,11 @@ def critical_pod_underrequested(view: ClusterView, config: UnderrequestedConfig)
     """Critical pods whose CPU or memory request is below a floor or below observed usage."""
     groups: dict[ObjectRef, list[_PodReport]] = defaultdict(list)
     for pod in view.pods:
-        if objects.get_str(pod, "status", "phase") in criticality.TERMINAL_PHASES:
+        if placement.finished(pod):
             continue
         report = _assess(view, pod, config)
         if report is not None and report.shortfalls:
-            groups[criticality.workload_of(view, pod)].append(report)
+            groups[owners.workload_of(view, pod)].append(report)
     return [_finding(view, owner, groups[owner]) for owner in sorted(groups)]
 
 
@@ -131,7 +131,7 @@ def _floors(config: UnderrequestedConfig, role: str) -> dict[str, Quantity]:
             texts["cpu"] = override.cpu or texts["cpu"]
             texts["memory"] = override.memory or texts["memory"]
     return {
-        resource: criticality.config_quantity(text, check=CHECK, name=f"{resource} floor")
+        resource: config_quantity(text, check=CHECK, name=f"{resource} floor")
         for resource, text in texts.items()
     }
 
@@ -144,9 +144,9 @@ def _assess(view: ClusterView, pod: Body, config: UnderrequestedConfig) -> _PodR
         return None
     declared = resources.pod_requests(pod)
     requests = {r: declared.get(r, resources.zero(r)) for r in _RESOURCES}
-    usage = criticality.pod_usage(view, pod)
+    usage = placement.pod_usage(view, pod)
     floors = _floors(config, why.role)
-    key = criticality.pod_key(pod)
+    key = owners.pod_key(pod)
     shortfalls: list[_Shortfall] = []
     for resource in _RESOURCES:
         request = requests[resource]
@@ -177,13 +177,13 @@ def _quantities(values: resources.ResourceList | None) -> dict[str, str] | None:
 
 
 def _finding(view: ClusterView, owner: ObjectRef, reports: list[_PodReport]) -> Finding:
-    reports.sort(key=lambda r: criticality.pod_key(r.pod))
+    reports.sort(key=lambda r: owners.pod_key(r.pod))
     shown = max(reports, key=lambda r: r.rank[:2])
     shortfalls = [item for report in reports for item in report.shortfalls]
     severity = Severity.CRITICAL if any(r.evicted_first for r in reports) else Severity.WARNING
     evidence: dict[str, Any] = {
-        "pod": criticality.pod_key(shown.pod),
-        "owner": criticality.owner_text(owner),
+        "pod": owners.pod_key(shown.pod),
+        "owner": owners.owner_text(owner),
         "role": shown.why.role,
         "criticalBecause": shown.why.reason,
         "requests": _quantities(shown.requests),
@@ -193,7 +193,7 @@ def _finding(view: ClusterView, owner: ObjectRef, reports: list[_PodReport]) -> 
         "shortfalls": [item.to_json() for item in shortfalls],
         "pods": [
             {
-                "pod": criticality.pod_key(r.pod),
+                "pod": owners.pod_key(r.pod),
                 "node": objects.get_str(r.pod, "spec", "nodeName"),
                 "requests": _quantities(r.requests),
                 "usage": _quantities(r.usage),
@@ -201,15 +201,11 @@ def _finding(view: ClusterView, owner: ObjectRef, reports: list[_PodReport]) -> 
             for r in reports
         ],
     }
-    created = [
-        t
-        for r in reports
-        if (t := objects.parse_time(objects.get_map(r.pod, "metadata").get("creationTimestamp")))
-    ]
+    created = [t for r in reports if (t := timing.created_at(r.pod))]
     first_seen = min(created) if created else view.now
     count = f"{len(reports)} pods" if len(reports) > 1 else "1 pod"
     message = (
-        f"Critical {criticality.owner_text(owner)} ({shown.why.role}, {count}) is "
+        f"Critical {owners.owner_text(owner)} ({shown.why.role}, {count}) is "
         f"under-requested: {_describe(shortfalls, multiple=len(reports) > 1)}"
         + (
             ", so under memory pressure the kubelet evicts it before pods within their requests."
@@ -222,7 +218,7 @@ def _finding(view: ClusterView, owner: ObjectRef, reports: list[_PodReport]) -> 
         severity=severity,
         object=owner,
         message=message,
-        cause=f"critical-underrequested:{cause_part(criticality.cause_key(owner))}",
+        cause=f"critical-underrequested:{cause_part(owners.cause_key(owner))}",
         first_seen=first_seen,
         last_seen=max(first_seen, view.now),
         evidence=evidence,

@@ -13,7 +13,8 @@ about pods *absent from the snapshot* count when they last happened within
 ``recent_event_seconds`` of now (a snapshot of events without their pods, or pods deleted by
 their controller while still pending). Such a pod's owner is guessed from its name and the
 workloads in the view (``<replicaset>-<5 chars>``, ``<deployment>-<hash>-<5 chars>``,
-``<statefulset>-<ordinal>``); failing that, the finding is about the pod itself.
+``<statefulset>-<ordinal>``: ``owners.guess_owner``); failing that, the finding is about the pod
+itself.
 
 Findings are aggregated per top owner (``ClusterView.top_owner``: Deployment, StatefulSet, Job
 ...). Severity ``warning``; ``critical`` once the longest-pending pod of the owner has waited
@@ -30,16 +31,14 @@ counts), ``nodesTotal`` and ``reasons`` (``{reason: count}``) from the newest me
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from kubemedic.checks.findings import Finding, Severity, cause_part
-from kubemedic.checks.notready import human_duration
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, scheduling
+from kubemedic.model import objects, owners, scheduling, timing
 from kubemedic.model.events import EventRecord
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.view import ClusterView
@@ -47,10 +46,6 @@ from kubemedic.model.view import ClusterView
 __all__ = ["UnschedulableConfig", "unschedulable_pods"]
 
 FAILED_SCHEDULING = "FailedScheduling"
-
-_GENERATED_SUFFIX = re.compile(r"[a-z0-9]{5}")
-_DEPLOYMENT_SUFFIX = re.compile(r"[a-z0-9]{6,10}-[a-z0-9]{5}")
-_ORDINAL = re.compile(r"\d{1,6}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +92,7 @@ def unschedulable_pods(view: ClusterView, config: UnschedulableConfig) -> list[F
         group.events.extend(events)
         if condition is not None:
             group.conditions.append(condition)
-        created = objects.parse_time(objects.get_map(pod, "metadata").get("creationTimestamp"))
+        created = timing.created_at(pod)
         if created is not None:
             group.created.append(created)
 
@@ -108,11 +103,16 @@ def unschedulable_pods(view: ClusterView, config: UnschedulableConfig) -> list[F
         when = event.last_seen or event.first_seen
         if when is None or (view.now - when).total_seconds() > config.recent_event_seconds:
             continue
-        group = _group_for(groups, _guess_owner(view, event.object_namespace, event.object_name))
+        owner = owners.guess_owner(
+            view, namespace=event.object_namespace, pod_name=event.object_name
+        )
+        group = _group_for(
+            groups, owner or ObjectRef("Pod", event.object_name, event.object_namespace)
+        )
         group.pods.add(f"{event.object_namespace}/{event.object_name}")
         group.events.append(event)
 
-    ordered = sorted(groups.values(), key=lambda group: _owner_text(group.owner))
+    ordered = sorted(groups.values(), key=lambda group: owners.cause_key(group.owner))
     return [_finding(view, group, config) for group in ordered]
 
 
@@ -147,33 +147,6 @@ def _unschedulable_condition(pod: Body) -> tuple[datetime | None, str] | None:
     return None
 
 
-def _guess_owner(view: ClusterView, namespace: str | None, pod_name: str) -> ObjectRef:
-    """The owner of a pod that is gone, from its generated name (see the module docstring)."""
-    best: tuple[int, ObjectRef] | None = None
-    for (kind, workload_ns, name), body in view.workloads.items():
-        if workload_ns != namespace or not pod_name.startswith(name + "-"):
-            continue
-        suffix = pod_name[len(name) + 1 :]
-        fits = (
-            (kind == "StatefulSet" and _ORDINAL.fullmatch(suffix) is not None)
-            or (kind == "Deployment" and _DEPLOYMENT_SUFFIX.fullmatch(suffix) is not None)
-            or (
-                kind in ("ReplicaSet", "DaemonSet", "Job", "ReplicationController")
-                and _GENERATED_SUFFIX.fullmatch(suffix) is not None
-            )
-        )
-        if fits and (best is None or len(name) > best[0]):
-            best = (len(name), view.top_owner(body))
-    if best is not None:
-        return best[1]
-    return ObjectRef(kind="Pod", name=pod_name, namespace=namespace)
-
-
-def _owner_text(owner: ObjectRef) -> str:
-    where = f"{owner.namespace}/" if owner.namespace else ""
-    return f"{where}{owner.kind}/{owner.name}"
-
-
 def _newest_message(group: _Group) -> str:
     events = [event for event in group.events if event.message]
     if events:
@@ -202,11 +175,11 @@ def _finding(view: ClusterView, group: _Group, config: UnschedulableConfig) -> F
     message = _newest_message(group)
     failure = scheduling.parse_failed_scheduling(message)
     klass = scheduling.dominant_class(failure) if failure is not None else "unknown"
-    owner = _owner_text(group.owner)
+    owner = owners.cause_key(group.owner)
     started = _earliest(group.created) or _earliest(
         event.first_seen or event.last_seen for event in group.events
     )
-    pending_for = max(0, int((view.now - started).total_seconds())) if started else None
+    pending_for = timing.seconds_since(view.now, started)
     critical = pending_for is not None and pending_for >= config.critical_after_seconds
     times = _times(group)
     first_seen = min(times) if times else view.now
@@ -252,7 +225,7 @@ def _sentence(
 ) -> str:
     pods = evidence["pods"]
     waited = evidence["pendingForSeconds"]
-    how_long = f" for {human_duration(waited)}" if waited is not None else ""
+    how_long = f" for {timing.human_duration(waited)}" if waited is not None else ""
     head = f"{pods} pod{'s' if pods != 1 else ''} of {owner} cannot be scheduled{how_long}"
     if failure is None:
         return f"{head} ({evidence['events']} FailedScheduling events, message not understood)."

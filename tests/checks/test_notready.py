@@ -10,7 +10,7 @@ from kubemedic.checks.findings import CLUSTER, Finding, Severity
 from kubemedic.checks.notready import NotReadyConfig, node_not_ready
 from kubemedic.model.view import ClusterView
 from kubemedic.testing.builders import BASE_TIME
-from tests.factories import node, pod
+from tests.factories import node, pod, stamp
 
 NOW = timedelta(minutes=30)
 WORKERS = {"cloud.google.com/gke-nodepool": "workers"}
@@ -87,6 +87,7 @@ def test_incident_2_unknown_for_twelve_minutes_is_critical_kubelet_stopped_posti
         "cordoned": False,
         "nodePool": "workers",
         "podsOnNode": 3,
+        "neverReady": False,
     }
     assert "12m" in finding.message and "worker-7" in finding.message
     assert finding.first_seen == BASE_TIME + NOW - timedelta(minutes=12)
@@ -259,3 +260,30 @@ def test_missing_ready_condition_is_silent_and_missing_times_do_not_crash() -> N
     assert finding.evidence["notReadyForSeconds"] is None
     assert finding.evidence["since"] is None
     assert finding.first_seen == BASE_TIME + NOW
+
+
+CNI_PENDING = (
+    "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+    "message:Network plugin returns error: cni plugin not initialized"
+)
+
+
+def test_nodes_still_starting_after_a_scale_up_are_neither_reported_nor_braked() -> None:
+    # 100 nodes joined three minutes ago and wait for their CNI: a scale-up, not an outage.
+    joining = [
+        not_ready(f"dask-{i}", since=NOW - timedelta(minutes=3), message=CNI_PENDING)
+        for i in range(10)
+    ]
+    for body in joining:
+        body["metadata"]["creationTimestamp"] = stamp(NOW - timedelta(minutes=3, seconds=5))
+    assert run(healthy("core-1"), healthy("core-2"), *joining) == []
+
+
+def test_a_node_never_ready_past_the_startup_timeout_is_reported_as_such() -> None:
+    stuck = not_ready("dask-9", since=NOW - timedelta(minutes=11), message=CNI_PENDING)
+    stuck["metadata"]["creationTimestamp"] = stamp(NOW - timedelta(minutes=11, seconds=20))
+    [finding] = run(healthy("core-1"), stuck)
+    assert finding.evidence["neverReady"] is True
+    assert finding.evidence["causeClass"] == "network-not-ready"
+    assert finding.severity is Severity.CRITICAL
+    assert "never been Ready since it joined" in finding.message

@@ -34,15 +34,18 @@ runtime-not-ready, pleg-unhealthy, network-not-ready.
 Severity: ``critical`` once NotReady for ``critical_after_seconds`` (10 minutes: the point at
 which incident 2's controller drains and reboots the node), else ``warning``; nodes NotReady for
 less than ``report_after_seconds`` are not reported (a booting node is NotReady until its CNI is
-up). Duration = now - ``lastTransitionTime`` of the Ready condition (a False -> Unknown change
-restarts it; an absent time gives ``notReadyForSeconds: null`` and ``warning``). Stale
-heartbeats are ``warning``.
+up), nor are *starting* nodes: never Ready since they joined, for less than
+``startup_timeout_seconds`` (10 minutes, as Cluster API's ``nodeStartupTimeout``), so a scale-up
+of a hundred nodes waiting for their CNI is not an outage. Duration = now - ``lastTransitionTime``
+of the Ready condition (a False -> Unknown change restarts it; an absent time gives
+``notReadyForSeconds: null`` and ``warning``). Stale heartbeats are ``warning``.
 
 Evidence: ``status``, ``reason``, ``message``, ``causeClass``, ``causeGroup``,
 ``notReadyForSeconds`` (int or null), ``since`` (RFC 3339 or null), ``lastHeartbeat`` (RFC 3339
 or null), ``heartbeatAgeSeconds`` (int or null), ``taints`` (the not-ready/unreachable taints
 present, as ``key:effect``), ``cordoned`` (``spec.unschedulable``), ``nodePool``
-(``placement.node_pool``), ``podsOnNode`` (pods bound to the node and not finished). Cause:
+(``placement.node_pool``), ``podsOnNode`` (pods bound to the node and not finished),
+``neverReady`` (the condition has not changed since the node registered). Cause:
 ``node-not-ready:<causeClass>@<nodePool>``.
 
 Mass outage: when at least ``brake_fraction`` (30%) of nodes, and at least ``brake_min_nodes``
@@ -60,6 +63,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from kubemedic.checks.findings import CLUSTER, Finding, Severity, cause_part
@@ -112,6 +116,13 @@ class NotReadyConfig:
     """This share of nodes NotReady at once adds the cluster-level "brake repairs" finding."""
     brake_min_nodes: int = 2
     """...provided at least this many nodes are NotReady (one node of one is not a pattern)."""
+    startup_timeout_seconds: int = 600
+    """A node that has not been Ready since it joined is *starting*, not broken, for this long
+    (Cluster API MachineHealthCheck's ``nodeStartupTimeout``, 10m by default): not reported and
+    not counted towards the brake. Past it, the node is reported as never having become Ready."""
+    joined_slack_seconds: int = 120
+    """A Ready condition whose last transition lies within this of the node's creation has never
+    changed since the node registered (the kubelet posts NotReady at once, then Ready)."""
 
 
 def cause_class(status: str, reason: str, message: str) -> str:
@@ -180,6 +191,9 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
         down_for = timing.seconds_since(view.now, since)
         if down_for is not None and down_for < config.report_after_seconds:
             return None
+        never_ready = _never_ready(node, since, config)
+        if never_ready and (down_for or 0) < config.startup_timeout_seconds:
+            return None  # still starting: a scale-up, not a failure
         critical = down_for is not None and down_for >= config.critical_after_seconds
         severity = Severity.CRITICAL if critical else Severity.WARNING
 
@@ -199,6 +213,7 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
         "cordoned": objects.get_map(node, "spec").get("unschedulable") is True,
         "nodePool": pool,
         "podsOnNode": len(placement.resident_pods(view, name)),
+        "neverReady": status != "True" and _never_ready(node, since, config),
     }
     finding = Finding(
         check="node-not-ready",
@@ -211,6 +226,14 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
         evidence=evidence,
     )
     return _Observed(name=name, pool=pool, cause=klass, finding=finding)
+
+
+def _never_ready(node: Body, since: datetime | None, config: NotReadyConfig) -> bool:
+    """Whether the Ready condition has not changed since the node registered."""
+    created = timing.created_at(node)
+    if created is None or since is None:
+        return False
+    return (since - created).total_seconds() <= config.joined_slack_seconds
 
 
 def _message(name: str, evidence: Mapping[str, Any], config: NotReadyConfig) -> str:
@@ -230,8 +253,9 @@ def _message(name: str, evidence: Mapping[str, Any], config: NotReadyConfig) -> 
         if down_for is not None and down_for >= config.critical_after_seconds
         else f"repair threshold {threshold}"
     )
+    joined = " and has never been Ready since it joined" if evidence["neverReady"] else ""
     return (
-        f"Node {name} has been NotReady {how_long} (Ready={evidence['status']}, "
+        f"Node {name} has been NotReady {how_long}{joined} (Ready={evidence['status']}, "
         f"{evidence['causeClass']}: {detail}; {repair}, {evidence['podsOnNode']} pods on it)."
     )
 

@@ -295,6 +295,9 @@ def test_hub_eviction_one_hundred_nodes_arrive_within_one_minute() -> None:
     assert (evidence["nodesBefore"], evidence["nodesAfter"]) == (26, 126)
     assert evidence["nodePools"] == {"dask-medium": 100}
     assert evidence["loadGrowsWith"][0]["name"] == "support-prometheus-server"
+    assert evidence["loadGrowsWith"][0]["pods"][0]["pod"].startswith(
+        "support/support-prometheus-server-"
+    )
 
 
 def test_hub_eviction_dask_workers_carry_the_incidents_failed_scheduling_message() -> None:
@@ -319,6 +322,8 @@ def test_hub_eviction_hub_failed_its_liveness_probe_30_times_in_5_minutes() -> N
     finding = one(findings, "probe-restarts", "hub", namespace="prod")
     evidence = finding.evidence
     assert (evidence["container"], evidence["failures"], evidence["kills"]) == ("hub", 30, 1)
+    assert evidence["pod"].startswith("prod/hub-")
+    assert evidence["pods"] == [evidence["pod"]]
     assert evidence["window"]["seconds"] <= 300
     assert evidence["probe"]["periodSeconds"] == 10
     assert evidence["probe"]["failureThreshold"] == 30
@@ -331,11 +336,14 @@ def test_hub_eviction_hub_was_evicted_while_prometheus_stayed_under_its_request(
     finding = one(findings, "evicted", "hub", namespace="prod")
     evidence = finding.evidence
     assert (evidence["kind"], evidence["resource"]) == ("node-pressure", "memory")
+    assert evidence["pod"].startswith("prod/hub-")
+    assert evidence["pods"] == [evidence["pod"]]
     assert evidence["threshold"] == "100Mi"
     assert evidence["biggestConsumer"]["name"] == "hub"
     assert evidence["biggestConsumer"]["request"] == "128Mi"
     top = evidence["nodeTopConsumer"]
     assert (top["container"], top["request"]) == ("prometheus-server", "20Gi")
+    assert top["pod"].startswith("support/support-prometheus-server-")
     assert finding.cause == "eviction:memory@core-pool"
 
 
@@ -347,6 +355,8 @@ def test_hub_eviction_prometheus_was_oom_killed_at_its_22gi_limit() -> None:
         "prometheus-server", "OOMKilled", 137,
     )  # fmt: skip
     assert (evidence["memoryRequest"], evidence["memoryLimit"]) == ("20Gi", "22Gi")
+    assert evidence["pod"].startswith("support/support-prometheus-server-")
+    assert [kill["pod"] for kill in evidence["pods"]] == [evidence["pod"]]
     assert evidence["likelyOOM"] is False
 
 

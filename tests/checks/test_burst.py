@@ -139,7 +139,7 @@ def test_incident_3_hundred_nodes_in_a_minute_names_prometheus() -> None:
     assert growers[0]["scraper"] == "prometheus"
     assert growers[0]["pods"] == [
         {
-            "pod": "support-prometheus-server-5b8d6c7f9-x2k4p",
+            "pod": "support/support-prometheus-server-5b8d6c7f9-x2k4p",
             "node": "core-1",
             "memoryRequest": "20490Mi",
             "memoryLimit": "22548Mi",

@@ -103,7 +103,7 @@ def test_hub_evicted_beside_prometheus_names_victim_and_node_top_consumer() -> N
     assert finding.object == ObjectRef("Deployment", "hub", "prod", "apps/v1")
     assert finding.cause == "eviction:memory@core-pool"
     evidence = finding.evidence
-    assert evidence["pod"] == "hub-5d8f7c9b4-x8k2p"
+    assert evidence["pod"] == "prod/hub-5d8f7c9b4-x8k2p"
     assert evidence["owner"] == "Deployment prod/hub"
     assert (evidence["node"], evidence["pool"]) == ("core-2", "core-pool")
     assert (evidence["resource"], evidence["threshold"], evidence["available"]) == (
@@ -122,7 +122,7 @@ def test_hub_evicted_beside_prometheus_names_victim_and_node_top_consumer() -> N
     ]
     assert evidence["biggestConsumer"]["name"] == "hub"
     assert evidence["nodeTopConsumer"] == {
-        "pod": "support-prometheus-server-5d8f7c9b4-q2x7z",
+        "pod": "support/support-prometheus-server-5d8f7c9b4-q2x7z",
         "namespace": "support",
         "container": "support-prometheus-server",
         "usage": "21Gi",
@@ -198,10 +198,27 @@ def test_event_of_a_deleted_pod_is_reported_with_guessed_deployment() -> None:
     [finding] = run(bodies)
     assert finding.object == ObjectRef("Deployment", "dask-worker", "dask", "apps/v1")
     assert finding.evidence["ownerGuessed"] is True
+    assert finding.evidence["pod"] == "dask/dask-worker-7c9f8d6b5-x2kqp"
+    assert finding.evidence["pods"] == ["dask/dask-worker-7c9f8d6b5-x2kqp"]
     assert finding.evidence["count"] == 2
     assert (finding.evidence["node"], finding.evidence["pool"]) == ("user-7", "user-7")
     assert finding.cause == "eviction:memory@user-7"
     assert finding.first_seen.isoformat() == "2023-02-01T19:01:00+00:00"
+
+
+def test_evicted_pod_without_controller_is_named_by_namespace_and_name() -> None:
+    bare = pod(
+        "scratch",
+        namespace="lab",
+        node_name="core-2",
+        phase="Failed",
+        reason="Evicted",
+        message=HUB_MESSAGE.replace("hub", "scratch"),
+    )
+    [finding] = run([node("core-2", labels=CORE), bare])
+    assert finding.object == ObjectRef("Pod", "scratch", "lab")
+    assert (finding.evidence["pod"], finding.evidence["pods"]) == ("lab/scratch", ["lab/scratch"])
+    assert finding.message.startswith("Pod lab/scratch evicted from node core-2 (pool core-pool)")
 
 
 def test_event_about_a_pod_still_present_is_not_counted_twice() -> None:

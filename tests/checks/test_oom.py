@@ -86,7 +86,7 @@ def test_prometheus_oom_kill_reports_limit_request_usage_and_restarts() -> None:
     assert finding.object == ObjectRef("Deployment", PROM, "support", "apps/v1")
     assert finding.cause == f"oom:support/Deployment/{PROM}/{PROM}"
     evidence = finding.evidence
-    assert evidence["pod"] == f"{PROM}-5d8f7c9b4-q2x7z"
+    assert evidence["pod"] == f"support/{PROM}-5d8f7c9b4-q2x7z"
     assert evidence["owner"] == f"Deployment support/{PROM}"
     assert (evidence["container"], evidence["node"]) == (PROM, "core-2")
     assert (evidence["restartCount"], evidence["exitCode"], evidence["reason"]) == (
@@ -100,7 +100,7 @@ def test_prometheus_oom_kill_reports_limit_request_usage_and_restarts() -> None:
     assert evidence["likelyOOM"] is False
     assert finding.message == (
         f"Container {PROM} of Deployment support/{PROM} was OOM-killed 1 time(s) across 1 pod(s) "
-        f"(memory limit 22Gi, request 20Gi); {PROM}-5d8f7c9b4-q2x7z has restarted 3 times."
+        f"(memory limit 22Gi, request 20Gi); support/{PROM}-5d8f7c9b4-q2x7z has restarted 3 times."
     )
     json.dumps(finding.to_json())
 
@@ -111,10 +111,10 @@ def test_replicas_of_one_workload_are_one_finding_listing_pods_latest_first() ->
     [finding] = run(first + second[2:])
     assert finding.evidence["kills"] == 2
     assert [p["pod"] for p in finding.evidence["pods"]] == [
-        f"{PROM}-5d8f7c9b4-bbbbb",
-        f"{PROM}-5d8f7c9b4-aaaaa",
+        f"support/{PROM}-5d8f7c9b4-bbbbb",
+        f"support/{PROM}-5d8f7c9b4-aaaaa",
     ]
-    assert finding.evidence["pod"] == f"{PROM}-5d8f7c9b4-bbbbb"
+    assert finding.evidence["pod"] == f"support/{PROM}-5d8f7c9b4-bbbbb"
     assert finding.first_seen.isoformat() == "2023-02-01T19:02:00+00:00"
     assert finding.last_seen.isoformat() == "2023-02-01T19:09:00+00:00"
 

@@ -6,10 +6,13 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from kubemedic.checks.findings import Finding, Severity
 from kubemedic.checks.probes import ProbeConfig, probe_restarts
 from kubemedic.checks.registry import run_checks
 from kubemedic.model.objects import ObjectRef
+from kubemedic.model.quantities import QuantityError
 from kubemedic.model.view import ClusterView
 from tests.factories import container, deployment, event, node, pod, replicaset, stamp
 
@@ -100,7 +103,7 @@ def test_hub_liveness_failing_30_times_in_5_minutes_flags_cpu_starvation() -> No
     assert finding.cause == "probe-restarts:prod/Deployment/hub/hub"
     evidence = finding.evidence
     assert (evidence["pod"], evidence["owner"], evidence["container"]) == (
-        "hub-5d8f7c9b4-x8k2p",
+        "prod/hub-5d8f7c9b4-x8k2p",
         "Deployment prod/hub",
         "hub",
     )
@@ -168,7 +171,7 @@ def test_pods_of_one_workload_are_summed_into_one_finding() -> None:
     bodies = [*first, second[-1], unhealthy(first[-1], count=6), unhealthy(second[-1], count=9)]
     [finding] = run(bodies)
     assert finding.evidence["failures"] == 15
-    assert finding.evidence["pods"] == ["hub-5d8f7c9b4-aaaaa", "hub-5d8f7c9b4-bbbbb"]
+    assert finding.evidence["pods"] == ["prod/hub-5d8f7c9b4-aaaaa", "prod/hub-5d8f7c9b4-bbbbb"]
 
 
 def test_without_killing_events_restarts_come_from_a_termination_inside_the_window() -> None:
@@ -276,6 +279,19 @@ def test_invalid_cpu_request_is_an_input_error_naming_pod_and_field() -> None:
     assert "spec.containers[name=hub].resources.requests.cpu" in finding.message
 
 
+def test_invalid_starvation_setting_is_an_input_error_naming_the_setting() -> None:
+    bodies = hub()
+    bodies.append(unhealthy(bodies[-1]))
+    config = ProbeConfig(starvation_cpu_request="a tenth of a core")
+    [finding] = run_checks(
+        ClusterView.build(bodies), names=["probe-restarts"], configs={"probe-restarts": config}
+    )
+    assert finding.check == "invalid-input"
+    assert "config of check probe-restarts: starvation_cpu_request" in finding.message
+    with pytest.raises(QuantityError, match="starvation_cpu_request"):
+        run(hub(), config)
+
+
 def test_the_events_field_path_names_the_failing_container() -> None:
     probe = {"tcpSocket": {"port": 8080}}
     body = pod(
@@ -296,3 +312,29 @@ def test_the_events_field_path_names_the_failing_container() -> None:
     assert finding.evidence["container"] == "sidecar"
     assert finding.evidence["containerInferred"] is False
     assert finding.evidence["cpuStarvationLikely"] is True
+
+
+def test_native_sidecar_is_read_from_init_containers() -> None:
+    probe = {"tcpSocket": {"port": 15021}, "periodSeconds": 5}
+    body = pod(
+        "web-3",
+        namespace="shop",
+        containers=[container("app", requests={"cpu": "500m"}, liveness=probe)],
+        init_containers=[
+            container("proxy", requests={"cpu": "50m"}, restart_policy="Always", liveness=probe)
+        ],
+    )
+    body["status"]["initContainerStatuses"] = [{"name": "proxy", "restartCount": 4}]
+    failing = event(
+        involved=body,
+        reason="Unhealthy",
+        message="Liveness probe failed: dial tcp 10.0.0.9:15021: connect: connection refused",
+        count=6,
+        field_path="spec.initContainers{proxy}",
+    )
+    [finding] = run([body, failing, killing(body, "proxy")])
+    evidence = finding.evidence
+    assert (evidence["pod"], evidence["container"]) == ("shop/web-3", "proxy")
+    assert (evidence["cpuRequest"], evidence["cpuStarvationLikely"]) == ("50m", True)
+    assert evidence["probe"]["periodSeconds"] == 5
+    assert (evidence["restartCount"], evidence["kills"]) == (4, 1)

@@ -23,9 +23,9 @@ What grows with node count (``loadGrowsWith``):
   ``prometheus``, the chart's ``component: server``, or a ``…/prometheus`` image), vmagent and
   VictoriaMetrics, the OpenTelemetry collector, Datadog's cluster agent, Grafana Agent and Alloy,
   kube-state-metrics and metrics-server. Operators, config reloaders, node exporters,
-  adapters, pushgateways and alertmanagers are not scrapers. Each entry lists its pods with their
-  node and memory request and limit (``null`` when unset); a scraper sitting on a node next to
-  critical pods is what incident 3 lost.
+  adapters, pushgateways and alertmanagers are not scrapers. Each entry lists its ``pods`` as
+  ``{pod, node, memoryRequest, memoryLimit}`` (``pod`` as ``namespace/name``; request and limit
+  ``null`` when unset); a scraper sitting on a node next to critical pods is what incident 3 lost.
 
 Evidence: ``nodesAdded``, ``windowSeconds``, ``spanSeconds`` (first to last new node), ``from``,
 ``to``, ``nodesBefore``, ``nodesAfter``, ``nodePools`` (``{pool: added}``), ``loadGrowsWith``
@@ -260,7 +260,7 @@ def _scrapers(view: ClusterView) -> list[dict[str, Any]]:
         unbounded = "memory" in resources.unbounded_limits(pod, ("memory",))
         entry["pods"].append(
             {
-                "pod": objects.get_str(pod, "metadata", "name"),
+                "pod": owners.pod_key(pod),
                 "node": objects.get_str(pod, "spec", "nodeName"),
                 "memoryRequest": _memory(requests),
                 "memoryLimit": None if unbounded else _memory(limits),

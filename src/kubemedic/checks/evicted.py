@@ -14,7 +14,8 @@ not the hog that caused the pressure (a Prometheus well inside a 20Gi request):
 
 Evidence keys:
 
-- ``pod``: the most recently evicted pod; ``pods``: all of them (at most 20 listed)
+- ``pod``: the most recently evicted pod; ``pods``: all of them (at most 20 listed); both as
+  ``namespace/name``
 - ``owner``: ``Kind namespace/name`` of the workload (``ownerGuessed`` when only an event named
   the pod and the Deployment was inferred from a ``<deployment>-<hash>-<suffix>`` name,
   ``owners.guess_deployment``)
@@ -26,8 +27,8 @@ Evidence keys:
 - ``containers``: ``[{name, scope, resource, usage, request}]`` from the latest message
 - ``limits``: local-storage limits exceeded (``[{scope, name, limit}]``)
 - ``biggestConsumer``: the container the kubelet blamed (largest usage above request) or None
-- ``nodeTopConsumer``: ``{pod, container, usage, request}``, the node's largest current user of the
-  resource per PodMetrics, or None
+- ``nodeTopConsumer``: ``{pod, namespace, container, usage, request}`` (``pod`` as
+  ``namespace/name``), the node's largest current user of the resource per PodMetrics, or None
 - ``count``: evictions of this workload on this node
 - ``critical``: why an evicted pod is critical (``criticality.criticality_of``), or None
 
@@ -52,7 +53,7 @@ from kubemedic.checks import criticality
 from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, owners, placement, resources, timing
+from kubemedic.model import containers, objects, owners, placement, resources, timing
 from kubemedic.model.events import EventRecord
 from kubemedic.model.eviction import Amount, DisruptionKind, Eviction, classify, pod_disruption
 from kubemedic.model.eviction import with_annotations as eviction_with_annotations
@@ -63,6 +64,16 @@ from kubemedic.model.view import ClusterView
 __all__ = ["EvictedConfig", "evicted"]
 
 _MAX_LISTED = 20
+_FROM_EVICTION = (
+    "kind",
+    "threshold",
+    "available",
+    "conditions",
+    "containers",
+    "limits",
+    "biggestConsumer",
+)
+"""Evidence keys taken as ``Eviction.to_json`` writes them (the latest eviction's own words)."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +136,7 @@ def evicted(view: ClusterView, config: EvictedConfig) -> list[Finding]:
             (e.host for e in events if e.host), "unknown-node"
         )
         group = group_for(owners.workload_of(view, pod), node, found)
-        group.add(ref.name, found, first=min(times, default=when), last=max(times, default=when))
+        group.add(ref.key, found, first=min(times, default=when), last=max(times, default=when))
         why = criticality.criticality_of(view, pod, policy=config.critical)
         group.critical = group.critical or (why.reason if why else None)
 
@@ -142,7 +153,8 @@ def evicted(view: ClusterView, config: EvictedConfig) -> list[Finding]:
         group = group_for(owner, event.host or "unknown-node", found)
         group.guessed |= guessed is not None
         first = event.first_seen or event.last_seen or view.now
-        group.add(event.object_name, found, first=first, last=event.last_seen or first)
+        pod_key = ObjectRef("Pod", event.object_name, event.object_namespace).key
+        group.add(pod_key, found, first=first, last=event.last_seen or first)
         group.count += event.count - 1
 
     findings = [_finding(view, group, config) for group in groups.values()]
@@ -187,7 +199,6 @@ def _top_consumer(view: ClusterView, node: str, resource: str) -> dict[str, Any]
         metrics = view.pod_metrics.get((ref.namespace or "", ref.name))
         if metrics is None:
             continue
-        specs = {objects.get_str(c, "name"): c for c in objects.get_list(pod, "spec", "containers")}
         for entry in objects.get_list(metrics, "containers"):
             name = objects.get_str(entry, "name") or "?"
             raw = objects.get_map(entry, "usage").get(resource)
@@ -197,13 +208,15 @@ def _top_consumer(view: ClusterView, node: str, resource: str) -> dict[str, Any]
             if best is not None and float(usage) <= best[0]:
                 continue
             requests = resources.container_resources(
-                specs.get(name), "requests", where=f"Pod {ref.key} containers[name={name}]"
+                containers.spec(pod, name),
+                "requests",
+                where=f"Pod {ref.key} containers[name={name}]",
             )
             request = requests.get(resource)
             best = (
                 float(usage),
                 {
-                    "pod": ref.name,
+                    "pod": ref.key,
                     "namespace": ref.namespace,
                     "container": name,
                     "usage": str(usage),
@@ -216,8 +229,8 @@ def _top_consumer(view: ClusterView, node: str, resource: str) -> dict[str, Any]
 def _finding(view: ClusterView, group: _Group, config: EvictedConfig) -> Finding:
     found = group.latest or Eviction(kind=DisruptionKind.UNKNOWN)
     pool = placement.pool_of(view, group.node)
-    latest_pod = max(group.pods, key=lambda name: group.pods[name])
-    biggest = found.biggest_consumer
+    latest_pod = max(group.pods, key=lambda key: group.pods[key])
+    described = found.to_json()
     critical = group.critical is not None or group.count >= config.critical_count
     if found.kind is DisruptionKind.LOCAL_STORAGE_LIMIT:
         cause = f"eviction:ephemeral-storage-limit:{cause_part(owners.cause_key(group.owner))}"
@@ -230,14 +243,8 @@ def _finding(view: ClusterView, group: _Group, config: EvictedConfig) -> Finding
         "ownerGuessed": group.guessed,
         "node": group.node,
         "pool": pool,
-        "kind": str(found.kind),
+        **{key: described[key] for key in _FROM_EVICTION},
         "resource": group.resource,
-        "threshold": None if found.threshold is None else str(found.threshold),
-        "available": None if found.available is None else str(found.available),
-        "conditions": list(found.conditions),
-        "containers": [consumer.to_json() for consumer in found.containers],
-        "limits": [limit.to_json() for limit in found.limits],
-        "biggestConsumer": biggest.to_json() if biggest else None,
         "nodeTopConsumer": _top_consumer_safe(view, group.node, group.resource),
         "count": group.count,
         "critical": group.critical,
@@ -248,7 +255,7 @@ def _finding(view: ClusterView, group: _Group, config: EvictedConfig) -> Finding
         check="evicted",
         severity=Severity.CRITICAL if critical else Severity.WARNING,
         object=group.owner,
-        message=_message(group, found, pool=pool, latest_pod=latest_pod),
+        message=_message(group, found, pool=pool),
         cause=cause,
         first_seen=first,
         last_seen=last,
@@ -264,10 +271,10 @@ def _top_consumer_safe(view: ClusterView, node: str, resource: str) -> dict[str,
         return None
 
 
-def _message(group: _Group, found: Eviction, *, pool: str, latest_pod: str) -> str:
+def _message(group: _Group, found: Eviction, *, pool: str) -> str:
     owner = owners.owner_text(group.owner)
     where = f"node {group.node}" + (f" (pool {pool})" if pool != group.node else "")
-    who = f"{group.count} pod(s) of {owner}" if group.owner.kind != "Pod" else f"Pod {latest_pod}"
+    who = owner if group.owner.kind == "Pod" else f"{group.count} pod(s) of {owner}"
     if found.kind is DisruptionKind.LOCAL_STORAGE_LIMIT and found.limits:
         limit = found.limits[0]
         what = f"{limit.scope} {limit.name} " if limit.name else f"{limit.scope} "

@@ -18,13 +18,14 @@ all hit the same limit is one problem, not twelve.
 ``SystemOOM`` (``System OOM encountered, victim process: java, pid: 1234``) for kills it does not
 attribute to a container. One finding per node.
 
-Evidence keys (containers): ``pod`` (the latest kill), ``owner`` (``Kind ns/name``), ``container``,
-``node``, ``restartCount`` (latest pod) and ``maxRestartCount``, ``exitCode``, ``reason``,
-``finishedAt`` (RFC 3339), ``memoryLimit``, ``memoryRequest`` (canonical quantities or None),
-``usage`` (current working set from PodMetrics, or None) and ``usagePercentOfLimit``,
-``likelyOOM`` (True when no kill was confirmed as OOMKilled), ``kills`` (terminations seen) and
-``pods`` (``[{pod, node, restartCount, exitCode, reason, finishedAt, likelyOOM}]``, at most 20),
-``critical`` (why a pod is critical, or None).
+Evidence keys (containers): ``pod`` (``namespace/name`` of the latest kill), ``owner`` (``Kind
+ns/name``), ``container``, ``node``, ``restartCount`` (latest pod) and ``maxRestartCount``,
+``exitCode``, ``reason``, ``finishedAt`` (RFC 3339), ``memoryLimit``, ``memoryRequest`` (canonical
+quantities or None), ``usage`` (current working set from PodMetrics, or None) and
+``usagePercentOfLimit``, ``likelyOOM`` (True when no kill was confirmed as OOMKilled), ``kills``
+(terminations seen) and ``pods`` (``[{pod, node, restartCount, exitCode, reason, finishedAt,
+likelyOOM}]``, ``pod`` as ``namespace/name``, at most 20), ``critical`` (why a pod is critical, or
+None).
 
 Evidence keys (nodes): ``node``, ``pool``, ``events`` (sum of event counts), ``global`` (the
 node itself ran out), ``victims`` (``[{process, pid, reason, cgroup, count, lastSeen}]``),
@@ -53,8 +54,8 @@ from kubemedic.checks import criticality
 from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, owners, placement, resources
-from kubemedic.model.events import EventRecord
+from kubemedic.model import containers, objects, owners, placement, resources
+from kubemedic.model.events import EventRecord, liveness_killed_container
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.quantities import Quantity, QuantityError, parse_quantity
 from kubemedic.model.view import ClusterView
@@ -63,7 +64,6 @@ __all__ = ["OomConfig", "oom_killed"]
 
 SIGKILL_EXIT = 137
 _MAX_LISTED = 20
-_LIVENESS_KILL = re.compile(r"^Container (?P<container>\S{1,253}) failed liveness probe")
 _SYSTEM_OOM = re.compile(r"victim process: (?P<process>.{0,64}?), pid: (?P<pid>\d{1,10})")
 _KERNEL_OOM = re.compile(r"Kill(?:ed)? process (?P<pid>\d{1,10}) \((?P<process>[^)]{0,64})\)")
 
@@ -143,11 +143,9 @@ def oom_killed(view: ClusterView, config: OomConfig) -> list[Finding]:
 
 
 def _liveness_killed(view: ClusterView, pod: Body) -> set[str]:
-    names: set[str] = set()
-    for event in view.events_about(objects.ref_of(pod)):
-        if event.reason == "Killing" and (match := _LIVENESS_KILL.match(event.message)):
-            names.add(match.group("container"))
-    return names
+    """Containers of ``pod`` the kubelet killed after failed liveness probes."""
+    killed = (liveness_killed_container(event) for event in view.events_about(objects.ref_of(pod)))
+    return {name for name in killed if name is not None}
 
 
 def _kills(view: ClusterView, pod: Body, *, include_likely: bool) -> list[tuple[str, _Kill]]:
@@ -159,15 +157,12 @@ def _kills(view: ClusterView, pod: Body, *, include_likely: bool) -> list[tuple[
     ]
     if not statuses:
         return []
-    ref = objects.ref_of(pod)
     node = objects.get_str(pod, "spec", "nodeName")
     liveness: set[str] | None = None
     found: list[tuple[str, _Kill]] = []
     for container_status in statuses:
         name = objects.get_str(container_status, "name") or "?"
-        restarts = (
-            container_status.get("restartCount") if isinstance(container_status, Mapping) else 0
-        )
+        restarts = containers.restarts(container_status)
         for where in ("state", "lastState"):
             terminated = objects.get_map(container_status, where, "terminated")
             reason = objects.get_str(terminated, "reason") or ""
@@ -190,9 +185,9 @@ def _kills(view: ClusterView, pod: Body, *, include_likely: bool) -> list[tuple[
                 likely = True
             kill = _Kill(
                 body=pod,
-                pod=ref.name,
+                pod=owners.pod_key(pod),
                 node=node,
-                restart_count=restarts if isinstance(restarts, int) else 0,
+                restart_count=restarts,
                 exit_code=exit_code,
                 reason=reason or "Error",
                 finished=objects.parse_time(terminated.get("finishedAt")),
@@ -202,18 +197,10 @@ def _kills(view: ClusterView, pod: Body, *, include_likely: bool) -> list[tuple[
     return found
 
 
-def _container_spec(pod: Body, name: str) -> Mapping[str, Any] | None:
-    for key in ("containers", "initContainers"):
-        for container in objects.get_list(pod, "spec", key):
-            if isinstance(container, Mapping) and container.get("name") == name:
-                return container
-    return None
-
-
 def _memory(pod: Body, name: str, field_name: str) -> Quantity | None:
     """The container's memory request/limit, else the pod-level one (Kubernetes 1.32+)."""
     ref = objects.ref_of(pod)
-    spec = _container_spec(pod, name)
+    spec = containers.spec(pod, name)
     where = f"Pod {ref.key} spec.containers[name={name}].resources.{field_name}"
     own = resources.container_resources(spec, field_name, where=where).get("memory")
     if own is not None:

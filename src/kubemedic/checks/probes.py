@@ -17,14 +17,14 @@ Events say which container through ``involvedObject.fieldPath`` (``spec.containe
 that is not available the container is taken from the ``Killing`` events, else the only container
 with a liveness probe, else the one of those with the most restarts (``containerInferred``).
 
-One finding per workload container. Evidence keys: ``pod`` (latest), ``pods`` (at most 20),
-``owner`` (``Kind namespace/name``), ``container``, ``failures`` (sum of ``Unhealthy`` counts),
-``kills`` (sum of liveness ``Killing`` counts), ``restartCount`` (highest of the pods),
-``restartsInWindow``, ``lastMessage`` (the latest probe output, at most 200 characters),
-``window`` (``{first, last, seconds}`` of the failures), ``probe`` (``{type, periodSeconds,
-failureThreshold, timeoutSeconds, initialDelaySeconds}`` with Kubernetes' defaults 10/3/1/0
-filled in, or None), ``cpuRequest``, ``cpuLimit`` (or None), ``cpuStarvationLikely``,
-``containerInferred``, ``critical`` (why the pod is critical, or None).
+One finding per workload container. Evidence keys: ``pod`` (the latest, ``namespace/name``),
+``pods`` (``namespace/name``, at most 20), ``owner`` (``Kind namespace/name``), ``container``,
+``failures`` (sum of ``Unhealthy`` counts), ``kills`` (sum of liveness ``Killing`` counts),
+``restartCount`` (highest of the pods), ``restartsInWindow``, ``lastMessage`` (the latest probe
+output, at most 200 characters), ``window`` (``{first, last, seconds}`` of the failures),
+``probe`` (``{type, periodSeconds, failureThreshold, timeoutSeconds, initialDelaySeconds}`` with
+Kubernetes' defaults 10/3/1/0 filled in, or None), ``cpuRequest``, ``cpuLimit`` (or None),
+``cpuStarvationLikely``, ``containerInferred``, ``critical`` (why the pod is critical, or None).
 
 ``restartsInWindow`` is the liveness ``Killing`` count; when no such event survived, the container's
 ``restartCount`` if its last termination falls inside the failure window (plus ``window_slack``).
@@ -48,14 +48,16 @@ from typing import Any
 from kubemedic.checks import criticality
 from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
-from kubemedic.checks.registry import check
-from kubemedic.model import objects, owners, resources
-from kubemedic.model.events import EventRecord
+from kubemedic.checks.registry import check, config_quantity
+from kubemedic.model import containers, objects, owners, resources
+from kubemedic.model.events import EventRecord, liveness_killed_container
 from kubemedic.model.objects import Body, ObjectRef
-from kubemedic.model.quantities import Quantity, parse_quantity
+from kubemedic.model.quantities import Quantity
 from kubemedic.model.view import ClusterView
 
 __all__ = ["ProbeConfig", "probe_restarts"]
+
+CHECK = "probe-restarts"
 
 LIVENESS_PREFIXES = ("Liveness probe failed:", "Liveness probe errored:")
 PROBE_DEFAULTS = {
@@ -66,7 +68,6 @@ PROBE_DEFAULTS = {
 }
 """What the API server defaults an unset probe field to."""
 
-_LIVENESS_KILL = re.compile(r"^Container (?P<container>\S{1,253}) failed liveness probe")
 _FIELD_PATH = re.compile(r"^spec\.(?:initContainers|containers)\{(?P<container>[^}]{1,253})\}")
 _HANDLERS = ("httpGet", "tcpSocket", "exec", "grpc")
 _MAX_MESSAGE = 200
@@ -82,7 +83,8 @@ class ProbeConfig:
     critical: CriticalPodPolicy = field(default_factory=CriticalPodPolicy)
     """Which pods are critical (``criticality.criticality_of``)."""
     starvation_cpu_request: str = "100m"
-    """CPU request (or limit) below which CPU starvation is a likely cause of probe timeouts."""
+    """CPU request (or limit) below which CPU starvation is a likely cause of probe timeouts (an
+    invalid quantity is an ``invalid-input`` finding naming this setting)."""
     window_slack: timedelta = timedelta(minutes=2)
     """How far past the last failure a termination still counts as in the window."""
 
@@ -112,9 +114,12 @@ class _Group:
             self.last_failure, self.last_message = when, event.message
 
 
-@check("probe-restarts", ProbeConfig)
+@check(CHECK, ProbeConfig)
 def probe_restarts(view: ClusterView, config: ProbeConfig) -> list[Finding]:
     """Containers failing their liveness probe, with the restarts it caused."""
+    floor = config_quantity(
+        config.starvation_cpu_request, check=CHECK, name="starvation_cpu_request"
+    )
     groups: dict[tuple[ObjectRef, str], _Group] = {}
     for pod in view.pods:
         unhealthy, killing = _pod_events(view, pod)
@@ -122,7 +127,7 @@ def probe_restarts(view: ClusterView, config: ProbeConfig) -> list[Finding]:
             continue
         killed = {name: sum(e.count for e in events) for name, events in killing.items()}
         owner = owners.workload_of(view, pod)
-        pod_name = objects.ref_of(pod).name
+        pod_key = owners.pod_key(pod)
         per_container: dict[str, list[EventRecord]] = {name: [] for name in killing}
         inferred_names: set[str] = set()
         for event in unhealthy:
@@ -132,7 +137,7 @@ def probe_restarts(view: ClusterView, config: ProbeConfig) -> list[Finding]:
             per_container.setdefault(name, []).append(event)
         for name, events in per_container.items():
             group = groups.setdefault((owner, name), _Group(owner=owner, container=name))
-            group.pods[pod_name] = pod
+            group.pods[pod_key] = pod
             group.inferred |= name in inferred_names
             group.kills += killed.get(name, 0)
             for event in [*events, *killing.get(name, [])]:
@@ -140,7 +145,7 @@ def probe_restarts(view: ClusterView, config: ProbeConfig) -> list[Finding]:
             why = criticality.criticality_of(view, pod, policy=config.critical)
             group.critical = group.critical or (why.reason if why else None)
     findings = [
-        _finding(view, group, config)
+        _finding(view, group, config, floor=floor)
         for group in groups.values()
         if group.failures >= config.min_failures or group.kills > 0
     ]
@@ -161,8 +166,8 @@ def _pod_events(
             continue
         if event.reason == "Unhealthy" and event.message.startswith(LIVENESS_PREFIXES):
             unhealthy.append(event)
-        elif event.reason == "Killing" and (match := _LIVENESS_KILL.match(event.message)):
-            killing.setdefault(match.group("container"), []).append(event)
+        elif (killed := liveness_killed_container(event)) is not None:
+            killing.setdefault(killed, []).append(event)
     return unhealthy, killing
 
 
@@ -171,13 +176,13 @@ def _container_of(pod: Body, event: EventRecord, killed: Mapping[str, int]) -> t
     field_path = event.field_path
     if field_path is not None and (match := _FIELD_PATH.match(field_path)):
         return match.group("container"), False
-    containers = objects.get_list(pod, "spec", "containers")
-    probed = [c for c in containers if _liveness(c) is not None]
-    if len(probed) == 1 or (not probed and len(containers) == 1):
-        return objects.get_str((probed or containers)[0], "name") or "?", False
+    specs = objects.get_list(pod, "spec", "containers")
+    probed = [c for c in specs if _liveness(c) is not None]
+    if len(probed) == 1 or (not probed and len(specs) == 1):
+        return objects.get_str((probed or specs)[0], "name") or "?", False
     if len(killed) == 1:
         return next(iter(killed)), True
-    names = [objects.get_str(c, "name") or "?" for c in probed or containers]
+    names = [objects.get_str(c, "name") or "?" for c in probed or specs]
     if not names:
         return "?", True
     return max(names, key=lambda name: (killed.get(name, 0), _restarts(pod, name))), True
@@ -188,23 +193,8 @@ def _liveness(container: Any) -> Mapping[str, Any] | None:
     return probe or None
 
 
-def _status(pod: Body, name: str) -> Mapping[str, Any]:
-    for status in objects.get_list(pod, "status", "containerStatuses"):
-        if isinstance(status, Mapping) and status.get("name") == name:
-            return status
-    return {}
-
-
 def _restarts(pod: Body, name: str) -> int:
-    count = _status(pod, name).get("restartCount")
-    return count if isinstance(count, int) and not isinstance(count, bool) else 0
-
-
-def _spec(pod: Body, name: str) -> Mapping[str, Any]:
-    for container in objects.get_list(pod, "spec", "containers"):
-        if isinstance(container, Mapping) and container.get("name") == name:
-            return container
-    return {}
+    return containers.restarts(containers.status(pod, name))
 
 
 def _probe_json(container: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -227,26 +217,24 @@ def _restarts_in_window(group: _Group, config: ProbeConfig) -> int:
         return 0
     total = 0
     for pod in group.pods.values():
-        last_state = objects.get_map(_status(pod, group.container), "lastState", "terminated")
+        status = containers.status(pod, group.container)
+        last_state = objects.get_map(status, "lastState", "terminated")
         finished = objects.parse_time(last_state.get("finishedAt"))
         if finished is not None and group.first <= finished <= group.last + config.window_slack:
-            total += _restarts(pod, group.container)
+            total += containers.restarts(status)
     return total
 
 
-def _finding(view: ClusterView, group: _Group, config: ProbeConfig) -> Finding:
-    latest_name = max(
+def _finding(view: ClusterView, group: _Group, config: ProbeConfig, *, floor: Quantity) -> Finding:
+    latest_key = max(
         group.pods,
-        key=lambda name: objects.get_str(group.pods[name], "metadata", "creationTimestamp") or "",
+        key=lambda key: objects.get_str(group.pods[key], "metadata", "creationTimestamp") or "",
     )
-    pod = group.pods[latest_name]
+    pod = group.pods[latest_key]
     ref = objects.ref_of(pod)
-    container = _spec(pod, group.container)
+    container = containers.spec(pod, group.container) or {}
     cpu_request, cpu_limit = _cpu(
         container, where=f"Pod {ref.key} spec.containers[name={group.container}]"
-    )
-    floor = parse_quantity(
-        config.starvation_cpu_request, where="probe-restarts starvation_cpu_request"
     )
     starving = (
         cpu_request is None or cpu_request < floor or (cpu_limit is not None and cpu_limit < floor)
@@ -262,7 +250,7 @@ def _finding(view: ClusterView, group: _Group, config: ProbeConfig) -> Finding:
         group, probe, restarts=restarts, seconds=seconds, cpu_request=cpu_request, starving=starving
     )
     evidence: dict[str, Any] = {
-        "pod": latest_name,
+        "pod": latest_key,
         "pods": sorted(group.pods)[:_MAX_LISTED],
         "owner": owners.owner_text(group.owner),
         "container": group.container,
@@ -284,7 +272,7 @@ def _finding(view: ClusterView, group: _Group, config: ProbeConfig) -> Finding:
         "critical": group.critical,
     }
     return Finding(
-        check="probe-restarts",
+        check=CHECK,
         severity=Severity.CRITICAL if critical else Severity.WARNING,
         object=group.owner,
         message=message,

@@ -9,21 +9,32 @@ snapshot may hold either or both: ``EventRecord`` is the one shape checks read.
 Times: a deduplicated event's ``count`` says how often it happened between its first and last
 timestamp; newer clients leave ``firstTimestamp`` empty and set ``eventTime`` (a ``MicroTime``)
 plus ``series.lastObservedTime`` instead, so every field is consulted in that order.
+
+Liveness kills: when a container fails its liveness probe ``failureThreshold`` times in a row the
+kubelet kills it and records a ``Killing`` event, ``Container <name> failed liveness probe, will be
+restarted`` (without ``, will be restarted`` under ``restartPolicy: Never``).
+``liveness_killed_container`` reads the container's name from it. A container that ignores the
+SIGTERM is SIGKILLed after its grace period and exits 137 like an OOM kill: this event is what
+tells the two apart.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from kubemedic.model import objects
 
-__all__ = ["EventRecord", "read_event"]
+__all__ = ["EventRecord", "liveness_killed_container", "read_event"]
 
 MAX_MESSAGE = 4096
 """Event messages longer than this are cut (the API server itself truncates notes at 1 KiB, but
 snapshots of other tools' stores need not have)."""
+
+_LIVENESS_KILL = re.compile(r"^Container (?P<container>\S{1,253}) failed liveness probe")
+"""The kubelet's ``Killing`` message (``kuberuntime_manager.go``, ``computePodActions``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +78,7 @@ def read_event(body: objects.Body) -> EventRecord:
     meta = objects.get_map(body, "metadata")
     involved = objects.get_map(body, "involvedObject") or objects.get_map(body, "regarding")
     series = objects.get_map(body, "series")
-    source = objects.get_map(body, "source")
+    source = objects.get_map(body, "source") or objects.get_map(body, "deprecatedSource")
 
     message = objects.get_str(body, "message")
     if message is None:
@@ -117,3 +128,12 @@ def read_event(body: objects.Body) -> EventRecord:
         field_path=objects.get_str(involved, "fieldPath"),
         annotations=objects.get_map(meta, "annotations") or None,
     )
+
+
+def liveness_killed_container(event: EventRecord) -> str | None:
+    """The container a ``Killing`` event says the kubelet killed for failing its liveness probe,
+    or None for any other event (startup probe failures, spec changes, pod deletion)."""
+    if event.reason != "Killing":
+        return None
+    match = _LIVENESS_KILL.match(event.message)
+    return match.group("container") if match else None

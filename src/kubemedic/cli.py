@@ -139,10 +139,7 @@ def scan(
     view = loaded.view(at=when)
     findings = checks.run_checks(view, names=names, configs=settings.configs)
     if output is OutputFormat.json:
-        extra = {"snapshot": {"objects": len(loaded.bodies), "at": objects.format_time(view.now)}}
-        sys.stdout.buffer.write(
-            rendering.render_json(findings, generated_at=datetime.now(UTC), extra=extra)
-        )
+        sys.stdout.buffer.write(rendering.render_json(findings, generated_at=datetime.now(UTC)))
         sys.stdout.flush()
     else:
         rendering.render_table(
@@ -174,14 +171,26 @@ def _notes(loaded: loading.LoadedSnapshot) -> list[str]:
 
 
 @app.command(name="checks")
-def list_checks() -> None:
-    """List the checks kubemedic runs."""
+def list_checks(
+    name: Annotated[
+        str | None,
+        typer.Argument(help="Explain this check: what it finds, its evidence and settings."),
+    ] = None,
+) -> None:
+    """List the checks kubemedic runs, or explain one."""
+    console = Console()
+    if name is not None:
+        spec = registry.REGISTRY.get(name)
+        if spec is None:
+            raise _fail(f"unknown check {name!r}; known: {', '.join(sorted(registry.REGISTRY))}")
+        typer.echo(registry.explain(spec))
+        return
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
     table.add_column("Check", no_wrap=True, style="bold")
     table.add_column("What it finds")
-    for name, spec in sorted(registry.REGISTRY.items()):
-        table.add_row(name, spec.summary)
-    Console().print(table)
+    for check_name, spec in sorted(registry.REGISTRY.items()):
+        table.add_row(check_name, spec.summary)
+    console.print(table)
 
 
 @app.command()

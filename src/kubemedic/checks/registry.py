@@ -12,6 +12,9 @@ all (or a chosen subset), isolating failures: a check that raises on odd input i
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -61,6 +64,25 @@ def config_quantity(text: str, *, check: str, name: str) -> Quantity:
     """Parse a quantity from a check's config; an invalid one raises ``QuantityError`` naming the
     check and the setting (``run_checks`` reports it as an ``invalid-input`` finding)."""
     return parse_quantity(text, where=f"config of check {check}: {name}")
+
+
+def explain(spec: CheckSpec[Any]) -> str:
+    """A check's documentation (its module docstring) and its settings with their defaults,
+    as ``kubemedic checks NAME`` prints them."""
+    module = sys.modules.get(spec.function.__module__)
+    doc = inspect.cleandoc(module.__doc__ or "") if module is not None else ""
+    lines = [doc or spec.summary, "", f"Settings (config file: checks.{spec.name}):"]
+    for item in dataclasses.fields(spec.config_type):
+        if item.default is not dataclasses.MISSING:
+            default = repr(item.default)
+        elif item.default_factory is not dataclasses.MISSING:
+            default = repr(item.default_factory())
+        else:
+            default = "(required)"
+        if len(default) > 200:
+            default = default[:200] + "…"
+        lines.append(f"  {item.name} = {default}")
+    return "\n".join(lines)
 
 
 def run_checks(

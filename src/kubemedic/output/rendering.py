@@ -10,7 +10,7 @@ It is built completely before anything is written, so a failure never leaves hal
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,7 +38,6 @@ def render_json(
     findings: Sequence[Finding],
     *,
     generated_at: datetime | None = None,
-    extra: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The scan document as UTF-8 JSON bytes (indented, newline-terminated)."""
     document: dict[str, Any] = {
@@ -47,8 +46,6 @@ def render_json(
         "findings": [finding.to_json() for finding in findings],
         "summary": summary_of(findings),
     }
-    if extra:
-        document.update(extra)
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 

@@ -74,3 +74,26 @@ def test_bad_settings_name_the_file_and_key(tmp_path: Path, text: str, expected:
         load_settings(path)
     assert str(path) in str(caught.value)
     assert expected in str(caught.value)
+
+
+def test_nested_settings_are_renamed_and_misspelt_nested_keys_are_errors(tmp_path: Path) -> None:
+    good = write(
+        tmp_path,
+        "checks:\n  memory-hog-neighbour:\n    critical:\n"
+        "      extraSelectors: [{role: db, selector: 'app=postgres'}]\n"
+        "      priorityThreshold: 1000\n",
+    )
+    config = load_settings(good).configs["memory-hog-neighbour"]
+    assert config.critical.priority_threshold == 1000
+    assert config.critical.extra_selectors == (RoleSelector("db", "app=postgres"),)
+    bad = write(
+        tmp_path, "checks:\n  memory-hog-neighbour:\n    critical:\n      extraSelector: []\n"
+    )
+    with pytest.raises(ConfigError, match=r"checks\.memory-hog-neighbour\.critical\.extraSelector"):
+        load_settings(bad)
+    worse = write(
+        tmp_path,
+        "checks:\n  memory-hog-neighbour:\n    critical:\n      extraSelectors: [{rol: db}]\n",
+    )
+    with pytest.raises(ConfigError, match=r"extraSelectors\[0\]\.rol: unknown setting"):
+        load_settings(worse)

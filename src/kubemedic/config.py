@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,20 +99,38 @@ def _check_config(name: str, values: Any, *, source: str) -> Any:
     spec = _known(name, source=source)
     if not isinstance(values, Mapping):
         raise ConfigError(f"{source}: checks.{name} must be a mapping of settings")
-    config_type = spec.config_type
-    fields = {f.name for f in dataclasses.fields(config_type)}
-    converted: dict[str, Any] = {}
-    for key, value in values.items():
-        snake = _snake(str(key))
-        if snake not in fields:
-            allowed = ", ".join(sorted(fields))
-            raise ConfigError(f"{source}: checks.{name}.{key}: unknown setting; known: {allowed}")
-        converted[snake] = value
+    converted = _normalise(values, spec.config_type, where=f"{source}: checks.{name}")
     try:
-        adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(config_type)
+        adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(spec.config_type)
         return adapter.validate_python(converted)
     except pydantic.ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in issue['loc'])}: {issue['msg']}" for issue in error.errors()
         )
         raise ConfigError(f"{source}: checks.{name}: {problems}") from None
+
+
+def _normalise(value: Any, target: Any, *, where: str) -> Any:
+    """Rename camelCase keys to the dataclasses' snake_case fields, at every depth, and reject
+    keys no dataclass has (pydantic would silently drop them from a stdlib dataclass)."""
+    if dataclasses.is_dataclass(target) and isinstance(target, type):
+        if not isinstance(value, Mapping):
+            return value  # pydantic names the type error
+        hints = typing.get_type_hints(target)
+        fields = {f.name for f in dataclasses.fields(target)}
+        converted: dict[str, Any] = {}
+        for key, item in value.items():
+            snake = _snake(str(key))
+            if snake not in fields:
+                allowed = ", ".join(sorted(fields))
+                raise ConfigError(f"{where}.{key}: unknown setting; known: {allowed}")
+            converted[snake] = _normalise(item, hints[snake], where=f"{where}.{key}")
+        return converted
+    if isinstance(value, list):
+        for inner in typing.get_args(target):
+            if dataclasses.is_dataclass(inner):
+                return [
+                    _normalise(item, inner, where=f"{where}[{index}]")
+                    for index, item in enumerate(value)
+                ]
+    return value

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubemedic.snapshot import loading
 from kubemedic.snapshot.loading import SnapshotError, load_snapshot
 from tests.factories import container, deployment, node, pod
 
@@ -104,3 +105,75 @@ def test_missing_path_and_empty_directory_are_errors(tmp_path: Path) -> None:
         load_snapshot(tmp_path / "nope")
     with pytest.raises(SnapshotError, match="no snapshot files found"):
         load_snapshot(tmp_path)
+
+
+# -- large pretty-printed lists are parsed piece by piece; the result must not differ ----------
+
+
+def big_list(count: int) -> dict:
+    pods = [
+        pod(
+            f"web-{i}",
+            namespace=f"ns-{i % 3}",
+            node_name=f"n{i % 4}",
+            containers=[container("app", requests={"cpu": "100m", "memory": f"{64 + i}Mi"})],
+        )
+        for i in range(count)
+    ]
+    for index, item in enumerate(pods):
+        item["metadata"]["annotations"] = {"note": 'a "quoted" },\n  { brace line', "i": str(index)}
+    return {
+        "apiVersion": "v1",
+        "kind": "PodList",
+        "metadata": {"resourceVersion": "42"},
+        "items": pods,
+    }
+
+
+@pytest.mark.parametrize("indent", [2, 4, "\t"])
+@pytest.mark.parametrize("compress", [False, True])
+def test_pieces_give_exactly_what_whole_file_parsing_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indent: int | str, compress: bool
+) -> None:
+    text = json.dumps(big_list(60), indent=indent).encode()
+    path = tmp_path / ("pods.json.gz" if compress else "pods.json")
+    path.write_bytes(gzip.compress(text) if compress else text)
+    whole = load_snapshot(path).bodies
+    monkeypatch.setattr(loading, "_PIECE_BYTES", 700)
+    assert loading._list_in_pieces(path) is not None  # the piece path really ran
+    pieces = load_snapshot(path).bodies
+    assert pieces == whole
+    assert len(pieces) == 60
+    assert pieces[59]["metadata"]["annotations"]["i"] == "59"
+
+
+def test_a_truncated_large_list_falls_back_and_names_the_position(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = json.dumps(big_list(40), indent=4)
+    path = tmp_path / "pods.json"
+    path.write_text(text[: len(text) * 2 // 3])
+    monkeypatch.setattr(loading, "_PIECE_BYTES", 700)
+    with pytest.raises(SnapshotError, match=r"pods\.json: line \d+, column \d+: invalid JSON"):
+        load_snapshot(path)
+
+
+def test_trailing_garbage_after_a_large_list_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps(big_list(40), indent=4) + "\n}}garbage")
+    monkeypatch.setattr(loading, "_PIECE_BYTES", 700)
+    with pytest.raises(SnapshotError, match=r"pods\.json"):
+        load_snapshot(path)
+
+
+def test_a_large_non_list_document_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = pod("big")
+    body["metadata"]["annotations"] = {"blob": "x" * 5000}
+    path = tmp_path / "pod.json"
+    path.write_text(json.dumps(body, indent=4))
+    monkeypatch.setattr(loading, "_PIECE_BYTES", 700)
+    assert [b["metadata"]["name"] for b in load_snapshot(path).bodies] == ["big"]

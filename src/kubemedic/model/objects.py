@@ -8,18 +8,22 @@ check: a snapshot from an old or odd cluster must still be judged.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
-from collections.abc import Mapping
+import gc
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
     "Body",
+    "GcPause",
     "LoadedBody",
     "ObjectRef",
     "format_time",
+    "gc_paused",
     "get_list",
     "get_map",
     "get_str",
@@ -31,17 +35,19 @@ __all__ = [
 Body = Mapping[str, Any]
 """A Kubernetes object as decoded JSON."""
 
+
 class LoadedBody(dict[str, Any]):
     """A body as read from a snapshot (or received from the API): a plain ``dict`` that is never
-    changed afterwards, so what is derived from it (a pod's effective requests) may be memoized
-    on it in ``memo``. Any copy (``dict(body)``, ``copy.copy``, ``copy.deepcopy``) is a plain
-    ``dict`` without the memo, so an edited copy is never judged by its original's numbers."""
+    changed afterwards, so what is derived from it may be memoized on it in ``memo`` (which
+    ``kubemedic.model.resources`` uses for a pod's effective requests and limits). Any copy
+    (``dict(body)``, ``copy.copy``, ``copy.deepcopy``, pickling) is a plain ``dict`` without the
+    memo, so an edited copy is never judged by its original's numbers."""
 
     __slots__ = ("memo",)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.memo: dict[str, Any] | None = None
+        self.memo: Any = None
 
     def __copy__(self) -> dict[str, Any]:
         return dict(self)
@@ -84,18 +90,18 @@ def get_map(body: Any, *keys: str) -> Mapping[str, Any]:
     """The mapping at ``body[k1][k2]...``, or an empty mapping if any step is missing."""
     node = body
     for key in keys:
-        # ``type(...) is dict`` first: decoded JSON is plain dicts, and the ABC check is slow.
-        if type(node) is not dict and not isinstance(node, Mapping):
+        # ``dict`` first: decoded JSON is dicts, and the ``Mapping`` ABC check is slow.
+        if not isinstance(node, (dict, Mapping)):
             return {}
         node = node.get(key)
-    return node if type(node) is dict or isinstance(node, Mapping) else {}
+    return node if isinstance(node, (dict, Mapping)) else {}
 
 
 def get_list(body: Any, *keys: str) -> list[Any]:
     """The list at ``body[k1][k2]...``, or an empty list."""
     node = body
     for key in keys:
-        if type(node) is not dict and not isinstance(node, Mapping):
+        if not isinstance(node, (dict, Mapping)):
             return []
         node = node.get(key)
     return node if isinstance(node, list) else []
@@ -105,7 +111,7 @@ def get_str(body: Any, *keys: str) -> str | None:
     """The string at ``body[k1][k2]...``, or None."""
     node = body
     for key in keys:
-        if type(node) is not dict and not isinstance(node, Mapping):
+        if not isinstance(node, (dict, Mapping)):
             return None
         node = node.get(key)
     return node if isinstance(node, str) else None
@@ -141,6 +147,8 @@ def parse_time(value: Any) -> datetime | None:
     """An RFC 3339 timestamp (``metav1.Time`` or ``MicroTime``) as an aware datetime, or None.
 
     Hand-written YAML with unquoted timestamps decodes to ``datetime`` already: accepted too."""
+    if type(value) is str and 0 < len(value) <= 64:
+        return _parse_time_cached(value)
     if isinstance(value, datetime):
         return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     if not isinstance(value, str) or not value or len(value) > 64:
@@ -151,3 +159,33 @@ def parse_time(value: Any) -> datetime | None:
 def format_time(value: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, seconds precision (as ``metav1.Time`` prints)."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class GcPause:
+    """Handed out by ``gc_paused``; set ``freeze`` to keep what was built out of later
+    collections (``gc.freeze``): right for a snapshot that lives as long as the process's scan."""
+
+    __slots__ = ("freeze",)
+
+    def __init__(self) -> None:
+        self.freeze = False
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[GcPause]:
+    """Pause the cyclic garbage collector while a large tree of decoded JSON is built.
+
+    Such trees hold no reference cycles (refcounting frees them), yet every collection of the
+    oldest generation walks all of them: reading 150,000 pods would run it again and again and
+    take several times longer, and the first collections after the pause would still walk every
+    new object unless ``freeze`` is set. The collector's previous state is restored on exit."""
+    pause = GcPause()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield pause
+    finally:
+        if pause.freeze:
+            gc.freeze()
+        if enabled:
+            gc.enable()

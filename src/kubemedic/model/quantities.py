@@ -220,6 +220,11 @@ def parse_quantity(text: object, *, where: str | None = None) -> Quantity:
 
     Raises ``QuantityError`` naming the value and ``where`` when it is not a quantity.
     """
+    if type(text) is str and len(text) <= 100:  # the common case first: one cache lookup
+        parsed = _parse_cached(text)
+        if parsed is None:
+            raise QuantityError(_message(text, where))
+        return parsed
     if isinstance(text, bool):
         raise QuantityError(_message(text, where))
     if isinstance(text, int):

@@ -18,8 +18,7 @@ which resources that is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -41,21 +40,23 @@ ResourceList = dict[str, Quantity]
 """Resource name (``cpu``, ``memory``, ``nvidia.com/gpu``...) to quantity."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Where:
-    kind: str
-    key: str
-
-    def at(self, path: str) -> str:
-        return f"{self.kind} {self.key}{'' if self.key.endswith('.') else ' '}{path}"
+Where = str | Callable[[], str]
+"""Where a resource list sits, for error messages; a callable builds the text only on error (the
+scan reads hundreds of thousands of containers and almost never needs it)."""
 
 
-def _resource_list(raw: Any, *, where: str) -> ResourceList:
-    if not isinstance(raw, Mapping):
+def _resource_list(raw: Any, *, where: Where) -> ResourceList:
+    if not isinstance(raw, (dict, Mapping)):
         return {}
-    return {
-        str(name): parse_quantity(value, where=f"{where}.{name}") for name, value in raw.items()
-    }
+    parsed: ResourceList = {}
+    for name, value in raw.items():
+        try:
+            parsed[str(name)] = parse_quantity(value)
+        except QuantityError:
+            place = where if isinstance(where, str) else where()
+            parse_quantity(value, where=f"{place}.{name}")  # raises, naming the field
+            raise
+    return parsed
 
 
 def add_into(total: ResourceList, extra: Mapping[str, Quantity]) -> None:
@@ -72,47 +73,59 @@ def _max_into(total: ResourceList, other: Mapping[str, Quantity]) -> None:
             total[name] = quantity
 
 
-def container_resources(container: Any, field: str, *, where: str) -> ResourceList:
+def container_resources(container: Any, field: str, *, where: Where) -> ResourceList:
     """``resources.<field>`` of one container (``requests`` or ``limits``)."""
     return _resource_list(objects.get_map(container, "resources", field), where=where)
 
 
+def _locator(pod: objects.Body, prefix: str) -> Callable[[str], str]:
+    """``path -> "Pod ns/name <prefix><path>"``, for error messages."""
+
+    def at(path: str) -> str:
+        meta = objects.get_map(pod, "metadata")
+        namespace = meta.get("namespace")
+        name = meta.get("name", "")
+        key = f"{namespace}/{name}" if namespace else str(name)
+        return f"{pod.get('kind') or 'Pod'} {key} {prefix}{path}"
+
+    return at
+
+
 def _aggregate(pod: objects.Body, field: str, *, prefix: str = "") -> ResourceList:
-    meta = objects.get_map(pod, "metadata")
-    namespace = meta.get("namespace")
-    key = f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
-    where = _Where(str(pod.get("kind") or "Pod"), f"{key} {prefix}".rstrip())
+    at = _locator(pod, prefix)
     spec = objects.get_map(pod, "spec")
+
+    def where(key: str, container: Any) -> Where:
+        return lambda: at(
+            f"spec.{key}[name={objects.get_str(container, 'name') or '?'}].resources.{field}"
+        )
 
     total: ResourceList = {}
     for container in objects.get_list(spec, "containers"):
-        name = objects.get_str(container, "name") or "?"
-        path = where.at(f"spec.containers[name={name}].resources.{field}")
-        add_into(total, container_resources(container, field, where=path))
+        add_into(total, container_resources(container, field, where=where("containers", container)))
 
-    running_sidecars: ResourceList = {}
-    init_peak: ResourceList = {}
-    for container in objects.get_list(spec, "initContainers"):
-        name = objects.get_str(container, "name") or "?"
-        path = where.at(f"spec.initContainers[name={name}].resources.{field}")
-        own = container_resources(container, field, where=path)
-        if objects.get_str(container, "restartPolicy") == "Always":
-            add_into(total, own)
-            add_into(running_sidecars, own)
-            _max_into(init_peak, running_sidecars)
-        else:
-            while_running = dict(running_sidecars)
-            add_into(while_running, own)
-            _max_into(init_peak, while_running)
-    _max_into(total, init_peak)
+    init_containers = objects.get_list(spec, "initContainers")
+    if init_containers:
+        running_sidecars: ResourceList = {}
+        init_peak: ResourceList = {}
+        for container in init_containers:
+            own = container_resources(container, field, where=where("initContainers", container))
+            if objects.get_str(container, "restartPolicy") == "Always":
+                add_into(total, own)
+                add_into(running_sidecars, own)
+                _max_into(init_peak, running_sidecars)
+            else:
+                while_running = dict(running_sidecars)
+                add_into(while_running, own)
+                _max_into(init_peak, while_running)
+        _max_into(total, init_peak)
 
-    pod_level = _resource_list(
-        objects.get_map(spec, "resources", field), where=where.at(f"spec.resources.{field}")
-    )
-    total.update(pod_level)
-    add_into(
-        total, _resource_list(objects.get_map(spec, "overhead"), where=where.at("spec.overhead"))
-    )
+    pod_level = objects.get_map(spec, "resources", field)
+    if pod_level:
+        total.update(_resource_list(pod_level, where=lambda: at(f"spec.resources.{field}")))
+    overhead = objects.get_map(spec, "overhead")
+    if overhead:
+        add_into(total, _resource_list(overhead, where=lambda: at("spec.overhead")))
     return total
 
 
@@ -123,83 +136,25 @@ def pod_requests(pod: objects.Body, *, prefix: str = "") -> ResourceList:
     (e.g. ``"spec.template."``) is then put before field paths in error messages. The result is
     the caller's to change; for a ``LoadedBody`` it is computed once and copied out."""
     if type(pod) is objects.LoadedBody and not prefix:
-        return dict(_memoized(pod, "requests"))
-    return _effective(pod, "requests", prefix=prefix)
+        return dict(_memoized(pod)[0])
+    return _aggregate(pod, "requests", prefix=prefix)
 
 
 def pod_limits(pod: objects.Body, *, prefix: str = "") -> ResourceList:
     """The pod's effective limits, counting only containers that set one."""
     if type(pod) is objects.LoadedBody and not prefix:
-        return dict(_memoized(pod, "limits"))
-    return _effective(pod, "limits", prefix=prefix)
+        return dict(_memoized(pod)[1])
+    return _aggregate(pod, "limits", prefix=prefix)
 
 
-def _memoized(pod: objects.LoadedBody, field: str) -> ResourceList:
+def _memoized(pod: objects.LoadedBody) -> tuple[ResourceList, ResourceList]:
+    """Requests and limits of a loaded (never changed) body, computed once: a caller that wants
+    one usually wants the other."""
     memo = pod.memo
     if memo is None:
-        memo = pod.memo = {}
-    found: ResourceList | None = memo.get(field)
-    if found is None:
-        found = memo[field] = _effective(pod, field)
+        memo = pod.memo = (_aggregate(pod, "requests"), _aggregate(pod, "limits"))
+    found: tuple[ResourceList, ResourceList] = memo
     return found
-
-
-def _effective(pod: objects.Body, field: str, *, prefix: str = "") -> ResourceList:
-    # The quick sum builds no field paths; on an invalid quantity the careful one runs again
-    # to raise the error naming the object and the field.
-    try:
-        return _quick_sum(objects.get_map(pod, "spec"), field)
-    except QuantityError:
-        pass
-    return _aggregate(pod, field, prefix=prefix)
-
-
-def _quick_add(total: ResourceList, raw: Any) -> None:
-    if type(raw) is not dict and not isinstance(raw, Mapping):
-        return
-    for name, value in raw.items():
-        quantity = parse_quantity(value)
-        key = name if type(name) is str else str(name)
-        current = total.get(key)
-        total[key] = quantity if current is None else current + quantity
-
-
-def _quick_resources(container: Any, field: str) -> ResourceList:
-    own: ResourceList = {}
-    _quick_add(own, objects.get_map(container, "resources").get(field))
-    return own
-
-
-def _quick_sum(spec: Mapping[str, Any], field: str) -> ResourceList:
-    """``_aggregate`` without the error locations: the same rules, in the same order."""
-    total: ResourceList = {}
-    for container in objects.get_list(spec, "containers"):
-        if type(container) is dict or isinstance(container, Mapping):
-            _quick_add(total, objects.get_map(container, "resources").get(field))
-    init_containers = objects.get_list(spec, "initContainers")
-    if init_containers:
-        running_sidecars: ResourceList = {}
-        init_peak: ResourceList = {}
-        for container in init_containers:
-            own = _quick_resources(container, field)
-            if objects.get_str(container, "restartPolicy") == "Always":
-                add_into(total, own)
-                add_into(running_sidecars, own)
-                _max_into(init_peak, running_sidecars)
-            else:
-                while_running = dict(running_sidecars)
-                add_into(while_running, own)
-                _max_into(init_peak, while_running)
-        _max_into(total, init_peak)
-    pod_level = objects.get_map(spec, "resources").get(field)
-    if pod_level:
-        parsed: ResourceList = {}
-        _quick_add(parsed, pod_level)
-        total.update(parsed)
-    overhead = spec.get("overhead")
-    if overhead:
-        _quick_add(total, overhead)
-    return total
 
 
 def unbounded_limits(pod: objects.Body, resources: tuple[str, ...] = ("cpu", "memory")) -> set[str]:

@@ -113,6 +113,11 @@ class ClusterView:
     @classmethod
     def build(cls, bodies: Iterable[Body], *, at: datetime | None = None) -> ClusterView:
         """Index ``bodies``. Objects of kinds kubemedic does not use are counted, not kept."""
+        with objects.gc_paused():
+            return cls._build(bodies, at=at)
+
+    @classmethod
+    def _build(cls, bodies: Iterable[Body], *, at: datetime | None) -> ClusterView:
         view = cls(now=at or _EPOCH)
         newest = _EPOCH
         seen_events: set[str] = set()
@@ -123,13 +128,15 @@ class ClusterView:
                 continue
             newest = max(newest, _newest_time(body))
             view._add(kind, body, seen_events)
+        by_node, by_owner = view.pods_by_node, view.pods_by_owner
         for pod in view.pods:
             node_name = objects.get_str(pod, "spec", "nodeName")
             if node_name:
-                view.pods_by_node[node_name].append(pod)
-            owner = controller_of(pod)
-            if owner is not None:
-                view.pods_by_owner[(owner.kind, _namespace(pod), owner.name)].append(pod)
+                by_node[node_name].append(pod)
+            if objects.get_list(pod, "metadata", "ownerReferences"):
+                owner = controller_of(pod)
+                if owner is not None:
+                    by_owner[(owner.kind, _namespace(pod), owner.name)].append(pod)
         for event in view.events:
             view.events_by_object[event.object_key].append(event)
             if event.last_seen is not None:
@@ -225,25 +232,27 @@ def _namespace(body: Body) -> str | None:
 
 def _newest_time(body: Body) -> datetime:
     """The newest timestamp an object carries that says the cluster was observed at that time."""
-    newest = objects.parse_time(objects.get_map(body, "metadata").get("creationTimestamp"))
-    candidates: list[Any] = []
+    texts: list[Any] = [objects.get_map(body, "metadata").get("creationTimestamp")]
     status = objects.get_map(body, "status")
-    for condition in objects.get_list(status, "conditions"):
-        if isinstance(condition, Mapping):
-            candidates.append(condition.get("lastHeartbeatTime"))
-            candidates.append(condition.get("lastTransitionTime"))
-    for key in ("containerStatuses", "initContainerStatuses"):
-        for container in objects.get_list(status, key):
-            for state_key in ("state", "lastState"):
-                for state in objects.get_map(container, state_key).values():
-                    if isinstance(state, Mapping):
-                        candidates.append(state.get("startedAt"))
-                        candidates.append(state.get("finishedAt"))
-    candidates.append(status.get("startTime"))
-    candidates.append(body.get("timestamp"))  # metrics.k8s.io
-    best = newest or _EPOCH
-    for candidate in candidates:
-        parsed = objects.parse_time(candidate)
-        if parsed is not None and parsed > best:
-            best = parsed
+    if status:
+        for condition in objects.get_list(status, "conditions"):
+            if isinstance(condition, (dict, Mapping)):
+                texts.append(condition.get("lastHeartbeatTime"))
+                texts.append(condition.get("lastTransitionTime"))
+        for key in ("containerStatuses", "initContainerStatuses"):
+            for container in objects.get_list(status, key):
+                for state_key in ("state", "lastState"):
+                    for state in objects.get_map(container, state_key).values():
+                        if isinstance(state, (dict, Mapping)):
+                            texts.append(state.get("startedAt"))
+                            texts.append(state.get("finishedAt"))
+        texts.append(status.get("startTime"))
+    texts.append(body.get("timestamp"))  # metrics.k8s.io
+    best = _EPOCH
+    parse = objects.parse_time
+    for text in texts:
+        if text is not None:
+            parsed = parse(text)
+            if parsed is not None and parsed > best:
+                best = parsed
     return best

@@ -179,7 +179,16 @@ def parse_selector(text: str) -> tuple[_Requirement, ...]:
     return tuple(requirements)
 
 
+@functools.lru_cache(maxsize=1024)
+def _required_keys(selector: str) -> frozenset[str]:
+    """Labels a pod must carry to match at all: a cheap first test for the many pods that match
+    no role (a scan asks this of every pod, for every role, in several checks)."""
+    return frozenset(r.key for r in parse_selector(selector) if r.op in ("in", "exists"))
+
+
 def _matched_labels(selector: str, labels: Mapping[str, Any]) -> str | None:
+    if not _required_keys(selector).issubset(labels.keys()):
+        return None
     requirements = parse_selector(selector)
     if not all(requirement.matches(labels) for requirement in requirements):
         return None

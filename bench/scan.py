@@ -115,7 +115,7 @@ def child_scan(directory: Path) -> dict[str, Any]:
     findings.sort(key=lambda finding: finding.sort_key)
 
     mark = time.perf_counter()
-    document = rendering.render_json(findings, extra={"snapshot": {"objects": len(loaded.bodies)}})
+    document = rendering.render_json(findings)
     phases["render json"] = time.perf_counter() - mark
 
     seconds = time.perf_counter() - start

@@ -451,6 +451,8 @@ def _deployments(
         elif index % 103 == 0:
             name, replicas = f"prometheus-server-{index}", 1
         regular, inits = _containers(SHAPES[index % len(SHAPES)])
+        if name.startswith("hub-"):  # incident 3's hub: 10m CPU, 128Mi
+            regular = [b.container("hub", requests={"cpu": "10m", "memory": "128Mi"})]
         if name.startswith("prometheus"):
             regular = [
                 b.container(
@@ -472,6 +474,7 @@ def _deployments(
         )
         if inits:
             dep["spec"]["template"]["spec"]["initContainers"] = inits
+        dep["spec"]["template"]["metadata"]["labels"].update(labels)  # the pods carry them too
         rs = b.replicaset(dep, pod_hash=f"{index * 2654435761 % 16**9:09x}", created=created)
         rs["metadata"]["managedFields"] = _managed(None, NOW - timedelta(minutes=5))[1:]
         deployments.append(dep)
@@ -543,8 +546,12 @@ def _deployments(
             suffix = f"{(index * 7 + j * 31337) % 36**5:05x}"
             pod["metadata"].update(name=f"{rs_name}-{suffix}", uid=_uid("pod", made))
             if pod["status"]["phase"] != "Pending":
+                # hubs and Prometheus servers share a few core nodes, as in incident 3
+                pair = index // 101 if labels else index // 103
                 pod["spec"]["nodeName"] = pinned or (
-                    rng.choice(core) if labels or name.startswith("prom") else rng.choice(nodes)
+                    core[pair % min(len(core), 50)]
+                    if labels or name.startswith("prom")
+                    else rng.choice(nodes)
                 )
             _pod_extras(pod, ip=made, heavy=heavy)
             pod_list.append(pod)

@@ -1,0 +1,35 @@
+"""The benchmark still runs (its figures are measured by hand, never asserted here)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubemedic.snapshot.loading import load_snapshot
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.timeout(300)
+def test_scan_benchmark_runs_end_to_end_on_a_small_cluster(tmp_path: Path) -> None:
+    out = tmp_path / "snap"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "scan.py"),
+            *("--nodes", "30", "--pods", "600", "--events", "300", "--runs", "1"),
+            *("--out", str(out), "--keep"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    assert "ratio scan/baseline" in result.stdout
+    assert "NOT MEASURED" not in result.stdout
+    loaded = load_snapshot(out)
+    kinds = {body["kind"] for body in loaded.bodies}
+    assert {"Node", "Pod", "Event", "Deployment", "ReplicaSet"} <= kinds
+    assert sum(1 for body in loaded.bodies if body["kind"] == "Pod") >= 600

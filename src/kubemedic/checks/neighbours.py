@@ -116,7 +116,7 @@ def memory_hog_neighbour(view: ClusterView, config: NeighbourConfig) -> list[Fin
     return findings
 
 
-def _resident(view: ClusterView, pod: Body, config: NeighbourConfig) -> Resident:
+def _resident(view: ClusterView, pod: Body, why: criticality.Criticality | None) -> Resident:
     request = resources.pod_requests(pod).get("memory", resources.zero("memory"))
     unbounded = "memory" in resources.unbounded_limits(pod, ("memory",))
     usage = placement.pod_usage(view, pod)
@@ -127,7 +127,7 @@ def _resident(view: ClusterView, pod: Body, config: NeighbourConfig) -> Resident
         limit=None if unbounded else resources.pod_limits(pod).get("memory"),
         usage=None if usage is None else usage.get("memory"),
         priority=view.priority_of(pod),
-        why=criticality.criticality_of(view, pod, policy=config.critical),
+        why=why,
         evictable=not criticality.kubelet_protected(view, pod),
     )
 
@@ -147,10 +147,15 @@ def _node_findings(view: ClusterView, node: Body, config: NeighbourConfig) -> li
     allocatable = resources.node_allocatable(node).get("memory")
     if allocatable is None or allocatable.value <= 0:
         return []
-    residents = [_resident(view, pod, config) for pod in placement.resident_pods(view, name)]
+    pods = placement.resident_pods(view, name)
+    whys = [criticality.criticality_of(view, pod, policy=config.critical) for pod in pods]
+    if not any(
+        why is not None and not criticality.kubelet_protected(view, pod)
+        for pod, why in zip(pods, whys, strict=True)
+    ):
+        return []  # most nodes: nothing critical to threaten, so no need to weigh every pod
+    residents = [_resident(view, pod, why) for pod, why in zip(pods, whys, strict=True)]
     threatened = [r for r in residents if r.why is not None and r.evictable]
-    if not threatened:
-        return []
     threshold = allocatable.value * Fraction(config.hog_percent) / 100
     hogs = [r for r in residents if r.why is None and _measure(r)[1].value >= threshold]
     if not hogs:

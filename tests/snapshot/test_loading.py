@@ -177,3 +177,10 @@ def test_a_large_non_list_document_is_read_whole(
     path.write_text(json.dumps(body, indent=4))
     monkeypatch.setattr(loading, "_PIECE_BYTES", 700)
     assert [b["metadata"]["name"] for b in load_snapshot(path).bodies] == ["big"]
+
+
+def test_concatenated_documents_are_as_strict_as_single_ones(tmp_path: Path) -> None:
+    bad = tmp_path / "watch.json"
+    bad.write_text(json.dumps(pod("a")) + "\n" + '{"kind": "Pod", "metadata": {"name": "\\udcff"}}')
+    with pytest.raises(SnapshotError, match=r"watch\.json: line 2, column \d+: invalid JSON"):
+        load_snapshot(bad)

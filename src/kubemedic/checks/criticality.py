@@ -142,6 +142,8 @@ class _Requirement:
             return present
         if self.op == "!exists":
             return not present
+        if not isinstance(value, str):  # a damaged label value matches no listed value
+            value = None
         if self.op == "in":
             return present and value in self.values
         return not present or value not in self.values

@@ -189,7 +189,7 @@ def _json_documents(file: Path, text: str) -> Iterator[Any]:
     except orjson.JSONDecodeError as error:
         first_error = error
     # Several concatenated documents (``kubectl get -w -o json``)?
-    decoded = _concatenated(text)
+    decoded = _concatenated(file, text)
     if decoded is None:
         raise SnapshotError(f"{file}: {_json_position(text, first_error)}") from None
     yield from decoded
@@ -297,7 +297,10 @@ def _object_from(text: bytes, *, closing: bytes) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _concatenated(text: str) -> list[Any] | None:
+def _concatenated(file: Path, text: str) -> list[Any] | None:
+    """Several JSON documents one after another, or None when the first is not one whole
+    document (the file is then simply malformed). Once it is, a later malformed document is
+    reported where it is."""
     decoder = json.JSONDecoder()
     documents: list[Any] = []
     index = 0
@@ -308,18 +311,32 @@ def _concatenated(text: str) -> list[Any] | None:
         if index >= length:
             break
         try:
-            document, index = decoder.raw_decode(text, index)
-        except json.JSONDecodeError:
-            return None
-        documents.append(document)
+            _, end = decoder.raw_decode(text, index)
+            # orjson decodes what the stdlib only delimits: the same strictness as a single
+            # document (no lone surrogates, which could not be printed back as JSON).
+            documents.append(orjson.loads(text[index:end]))
+        except orjson.JSONDecodeError as error:  # a subclass: caught first
+            if not documents and index == 0 and end == length:
+                return None
+            raise SnapshotError(
+                f"{file}: {_position(text, index + error.pos, error.msg)}"
+            ) from None
+        except json.JSONDecodeError as error:
+            if not documents:
+                return None
+            raise SnapshotError(f"{file}: {_position(text, error.pos, error.msg)}") from None
+        index = end
     return documents if len(documents) > 1 else None
 
 
-def _json_position(text: str, error: orjson.JSONDecodeError) -> str:
-    position = error.pos
+def _position(text: str, position: int, message: str) -> str:
     line = text.count("\n", 0, position) + 1
     column = position - (text.rfind("\n", 0, position) + 1) + 1
-    return f"line {line}, column {column}: invalid JSON: {error.msg}"
+    return f"line {line}, column {column}: invalid JSON: {message}"
+
+
+def _json_position(text: str, error: orjson.JSONDecodeError) -> str:
+    return _position(text, error.pos, error.msg)
 
 
 def _yaml_documents(file: Path, text: str) -> Iterator[Any]:

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from kubemedic.checks.findings import CLUSTER, percent, pinned_cause, workload_cause
+from datetime import UTC, datetime
+
+from kubemedic.checks.findings import (
+    CLUSTER,
+    Finding,
+    Severity,
+    percent,
+    pinned_cause,
+    workload_cause,
+)
 from kubemedic.model.objects import ObjectRef
 from kubemedic.model.quantities import parse_quantity
 
@@ -33,3 +42,25 @@ def test_cluster_findings_name_a_kubemedic_cluster_object() -> None:
         "namespace": None,
         "name": "cluster",
     }
+
+
+def test_findings_about_namespaced_and_cluster_scoped_objects_of_one_name_sort() -> None:
+    now = datetime(2023, 2, 1, tzinfo=UTC)
+
+    def finding(namespace: str | None) -> Finding:
+        return Finding(
+            check="evicted",
+            severity=Severity.WARNING,
+            object=ObjectRef("Pod", "web", namespace),
+            message="m",
+            cause="c",
+            first_seen=now,
+            last_seen=now,
+        )
+
+    ordered = sorted([finding("shop"), finding(None)], key=lambda f: f.sort_key)
+    assert [f.object.namespace for f in ordered] == [None, "shop"]
+    assert sorted([ObjectRef("Pod", "web", "b"), ObjectRef("Pod", "web")]) == [
+        ObjectRef("Pod", "web"),
+        ObjectRef("Pod", "web", "b"),
+    ]

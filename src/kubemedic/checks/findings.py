@@ -84,8 +84,8 @@ class Finding:
         }
 
     @property
-    def sort_key(self) -> tuple[int, str, ObjectRef, str]:
-        return (-int(self.severity), self.check, self.object, self.cause)
+    def sort_key(self) -> tuple[int, str, tuple[str, str, str, str], str]:
+        return (-int(self.severity), self.check, self.object.order, self.cause)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._/@:=-]+")

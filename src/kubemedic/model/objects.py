@@ -59,7 +59,7 @@ class LoadedBody(dict[str, Any]):
         return (dict, (dict(self),))
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class ObjectRef:
     """Which object a finding is about (``object`` in the finding JSON)."""
 
@@ -79,6 +79,14 @@ class ObjectRef:
     def __str__(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
         return f"{self.kind} {where}{self.name}"
+
+    def __lt__(self, other: ObjectRef) -> bool:
+        return self.order < other.order
+
+    @property
+    def order(self) -> tuple[str, str, str, str]:
+        """Sort order: kind, namespace (cluster-scoped first), name, apiVersion."""
+        return (self.kind, self.namespace or "", self.name, self.api_version)
 
     @property
     def key(self) -> str:

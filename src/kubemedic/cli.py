@@ -160,11 +160,21 @@ def _settings(path: Path | None) -> configuration.Settings:
         raise _fail(f"--config {error}") from None
 
 
+_MANAGED_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
+
+
 def _notes(loaded: loading.LoadedSnapshot) -> list[str]:
     notes = [f"{len(loaded.bodies)} objects read from {len(loaded.files)} file(s)."]
     if loaded.unknown_kinds:
         counted = ", ".join(f"{n} {k}" for k, n in sorted(loaded.unknown_kinds.items()))
         notes.append(f"Ignored (kinds kubemedic does not use): {counted}.")
+    workloads = [b for b in loaded.bodies if b.get("kind") in _MANAGED_KINDS]
+    bare = sum(1 for b in workloads if not objects.get_list(b, "metadata", "managedFields"))
+    if bare:
+        notes.append(
+            f"{bare} of {len(workloads)} workloads carry no managedFields, so out-of-band edits "
+            "cannot be seen on them (dump with kubectl get --show-managed-fields)."
+        )
     if loaded.skipped_files:
         notes.append(f"Skipped {len(loaded.skipped_files)} file(s) that are not JSON or YAML.")
     return notes

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from kubemedic import __version__
 from kubemedic.cli import app
-from tests.factories import container, node, pod
+from tests.factories import container, deployment, node, pod
 
 runner = CliRunner()
 
@@ -146,3 +146,11 @@ def test_config_file_changes_thresholds_and_a_bad_one_is_a_usage_error(tmp_path:
     result = runner.invoke(app, ["scan", "-s", snapshot, "-c", str(broken)])
     assert result.exit_code == 2
     assert "broken.yaml" in result.stderr and "limitz" in result.stderr
+
+
+def test_the_table_notes_workloads_dumped_without_managed_fields(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.json"
+    path.write_text(json.dumps(deployment("api", namespace="shop")))
+    result = runner.invoke(app, ["scan", "-s", str(path)], terminal_width=200)
+    assert "1 of 1 workloads carry no managedFields" in result.stdout
+    assert "--show-managed-fields" in result.stdout

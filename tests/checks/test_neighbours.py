@@ -106,6 +106,7 @@ def test_prometheus_beside_hub_is_critical_when_its_limit_would_exhaust_the_node
         "owner": "Deployment support/support-prometheus-server",
         "request": "20Gi",
         "limit": "22Gi",
+        "unbounded": False,
         "usage": None,
         "percentOfAllocatable": 88.0,
         "measure": "limit",
@@ -196,6 +197,33 @@ def test_hog_without_a_memory_limit_can_always_run_the_node_out() -> None:
     assert finding.evidence["nodeCanRunOut"] is True
     assert "no memory limit" in finding.message
     assert finding.cause == "memory-hog:monitoring/Deployment/prometheus@core-pool"
+
+
+def test_a_limitless_sidecar_makes_the_hog_unbounded_but_keeps_its_limit_in_view() -> None:
+    bodies = [node("core-1", memory="64Gi", labels=CORE_POOL)]
+    bodies += deployed(
+        "prometheus",
+        namespace="monitoring",
+        node_name="core-1",
+        requests={"memory": "20Gi"},
+        limits={"memory": "22Gi"},
+    )
+    for body in bodies:
+        if body["kind"] == "Pod":
+            body["spec"]["containers"].append(container("configmap-reload"))
+    bodies += deployed(
+        "hub",
+        namespace="jhub",
+        node_name="core-1",
+        requests={"memory": "1Gi"},
+        labels={"app": "jupyterhub", "component": "hub"},
+    )
+    [finding] = run(bodies)
+    assert finding.severity is Severity.CRITICAL
+    assert finding.evidence["hog"]["limit"] == "22Gi"
+    assert finding.evidence["hog"]["unbounded"] is True
+    assert finding.evidence["hog"]["measure"] == "limit"
+    assert "sets no memory limit, so it can grow past its 22Gi of limits" in finding.message
 
 
 def test_hog_by_usage_alone_is_found() -> None:

@@ -30,7 +30,8 @@ else warning.
 
 Evidence: ``node``, ``nodePool``, ``allocatable``, ``hog`` (``{pod, owner, request, limit,
 usage, percentOfAllocatable, measure}``: the largest of request/limit/usage and which it was;
-``limit`` null when unbounded), ``critical`` (``[{pod, owner, role, reason, request, usage}]``),
+``limit`` sums the limits that are set, null when none is; ``unbounded`` true when some
+container sets none), ``critical`` (``[{pod, owner, role, reason, request, usage}]``),
 ``usageKnown``, ``nodeCanRunOut``, ``evictedBeforeHog`` (critical pod keys ranked before the hog),
 ``evictionOrder`` (``[{rank, pod, priority, request, usage, exceedsRequest, evictable,
 critical}]``: the first ``eviction_order_limit`` pods plus the hog and the critical pods wherever
@@ -76,7 +77,8 @@ class Resident:
     pod: Body
     key: str
     request: Quantity
-    limit: Quantity | None  # None: unbounded
+    limit: Quantity | None  # the limits that are set, summed; None when none is
+    unbounded: bool  # some container sets no memory limit: the pod may grow past ``limit``
     usage: Quantity | None  # None: no metrics
     priority: int
     why: Criticality | None
@@ -124,7 +126,8 @@ def _resident(view: ClusterView, pod: Body, why: criticality.Criticality | None)
         pod=pod,
         key=owners.pod_key(pod),
         request=request,
-        limit=None if unbounded else resources.pod_limits(pod).get("memory"),
+        limit=resources.pod_limits(pod).get("memory"),
+        unbounded=unbounded,
         usage=None if usage is None else usage.get("memory"),
         priority=view.priority_of(pod),
         why=why,
@@ -195,7 +198,7 @@ def _finding(
         (max(r.request, r.assumed_usage) for r in context.residents if r.key != hog.key),
         resources.zero("memory"),
     )
-    ceiling = None if hog.limit is None else max(hog.limit, hog.assumed_usage)
+    ceiling = None if hog.unbounded or hog.limit is None else max(hog.limit, hog.assumed_usage)
     can_run_out = ceiling is None or ceiling + others > allocatable
     hog_rank = context.rank_of[hog.key]
     before = [r for r in context.threatened if context.rank_of[r.key] < hog_rank]
@@ -216,7 +219,12 @@ def _finding(
             + _and(r.key for r in before)
             + " before it under memory pressure"
         )
-    if ceiling is None:
+    if ceiling is None and hog.limit is not None:
+        tails.append(
+            f"a container of it sets no memory limit, so it can grow past its {hog.limit.human()} "
+            "of limits and fill the node"
+        )
+    elif ceiling is None:
         tails.append("it has no memory limit to stop it filling the node")
     elif can_run_out:
         tails.append(
@@ -240,6 +248,7 @@ def _finding(
             "owner": owners.owner_text(owner),
             "request": str(hog.request),
             "limit": None if hog.limit is None else str(hog.limit),
+            "unbounded": hog.unbounded,
             "usage": None if hog.usage is None else str(hog.usage),
             "percentOfAllocatable": share,
             "measure": measure,

@@ -20,6 +20,7 @@ from kubemedic.checks import Finding, Severity, run_checks
 from kubemedic.model.view import ClusterView
 from kubemedic.snapshot.loading import load_snapshot
 from kubemedic.testing import incidents
+from tests.incident3 import FIT_ERROR_REASONS
 
 CHECK_MODULES = (
     "overcommit", "criticality", "underrequested", "neighbours", "pinned", "storm", "outofband",
@@ -306,14 +307,7 @@ def test_hub_eviction_dask_workers_carry_the_incidents_failed_scheduling_message
     evidence = finding.evidence
     assert evidence["pods"] == 100
     assert evidence["nodesTotal"] == 126
-    assert evidence["reasons"] == {
-        "node(s) didn't match Pod's node affinity/selector": 14,
-        "Insufficient cpu": 23,
-        "Insufficient memory": 24,
-        "node(s) had untolerated taint {node.kubernetes.io/network-unavailable: }": 6,
-        "node(s) had untolerated taint {hub.jupyter.org_dedicated: user}": 9,
-        "node(s) had untolerated taint {node.kubernetes.io/not-ready: }": 96,
-    }
+    assert evidence["reasons"] == FIT_ERROR_REASONS
     assert evidence["lastMessage"].startswith("0/126 nodes are available: 14 node(s) didn't")
 
 

@@ -11,12 +11,12 @@ from kubemedic.checks.findings import CLUSTER, Finding, Severity
 from kubemedic.model.view import ClusterView
 from kubemedic.testing.builders import BASE_TIME
 from tests.factories import container, deployment, node, pod, replicaset
+from tests.incident3 import CORE_POOL
 
 NOW = timedelta(hours=2)
 BURST_AT = NOW - timedelta(minutes=10)
 OLD = timedelta(days=-7)
 DASK_POOL = {"cloud.google.com/gke-nodepool": "dask-worker-pool"}
-CORE_POOL = {"cloud.google.com/gke-nodepool": "core-pool"}
 
 
 def existing(count: int) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import pytest
 from kubemedic.checks import criticality
 from kubemedic.checks.criticality import CriticalPodPolicy, RoleSelector
 from kubemedic.model.view import ClusterView
+from tests.checks.addons import coredns, kube_proxy
 from tests.factories import (
     pod,
     priority_class,
@@ -99,7 +100,7 @@ def test_dns_autoscaler_is_not_mistaken_for_dns() -> None:
 
 
 def test_system_priority_class_is_critical_and_protected_by_the_kubelet() -> None:
-    body = pod("kube-proxy-abc", namespace="kube-system", priority_class="system-node-critical")
+    body = kube_proxy("kube-proxy-abc")
     body["spec"].pop("priority")  # not yet admitted: resolved from the class
     why = _why(body)
     assert why is not None
@@ -110,13 +111,7 @@ def test_system_priority_class_is_critical_and_protected_by_the_kubelet() -> Non
 
 
 def test_selector_match_wins_over_priority_class_as_the_reason() -> None:
-    body = pod(
-        "coredns-1",
-        namespace="kube-system",
-        labels={"k8s-app": "kube-dns"},
-        priority_class="system-cluster-critical",
-        priority=2_000_000_000,
-    )
+    body = coredns("coredns-1")
     why = _why(body)
     assert why is not None
     assert (why.role, why.basis, why.kubelet_protected) == ("dns", "selector", True)

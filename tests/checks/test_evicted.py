@@ -19,12 +19,9 @@ from tests.factories import (
     pod_metrics,
     replicaset,
 )
+from tests.incident3 import HUB_EVICTION, prometheus
 
 CORE = {"cloud.google.com/gke-nodepool": "core-pool", "hub.jupyter.org/node-purpose": "core"}
-HUB_MESSAGE = (
-    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 91436Ki. "
-    "Container hub was using 318892Ki, request is 128Mi, has larger consumption of memory. "
-)
 PROXY_MESSAGE = (
     "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. "
     "Container chp was using 400Mi, request is 64Mi, has larger consumption of memory. "
@@ -68,28 +65,16 @@ def evicted_pod(
 def incident() -> list[dict[str, Any]]:
     """The 2i2c leap cluster: hub evicted from core-2, where Prometheus holds 20Gi."""
     hub, hub_rs = workload("hub", "prod", requests={"cpu": "10m", "memory": "128Mi"})
-    prom, prom_rs = workload(
-        "support-prometheus-server",
-        "support",
-        requests={"memory": "20Gi"},
-        limits={"memory": "22Gi"},
-    )
-    prometheus = pod(
-        "support-prometheus-server-5d8f7c9b4-q2x7z",
-        namespace="support",
-        node_name="core-2",
-        containers=prom_rs["spec"]["template"]["spec"]["containers"],
-        owner=prom_rs,
-    )
+    prom, prom_rs, prom_pod = prometheus()
     return [
         node("core-2", memory="52Gi", labels=CORE),
         hub,
         hub_rs,
         prom,
         prom_rs,
-        prometheus,
-        pod_metrics(prometheus, {"support-prometheus-server": {"memory": "21Gi", "cpu": "1"}}),
-        evicted_pod(hub_rs, "x8k2p", node_name="core-2", message=HUB_MESSAGE),
+        prom_pod,
+        pod_metrics(prom_pod, {"support-prometheus-server": {"memory": "21Gi", "cpu": "1"}}),
+        evicted_pod(hub_rs, "x8k2p", node_name="core-2", message=HUB_EVICTION),
     ]
 
 
@@ -171,7 +156,7 @@ def test_fifth_eviction_of_one_workload_on_one_node_is_critical() -> None:
     bodies = incident()
     rs = bodies[2]
     bodies += [
-        evicted_pod(rs, suffix, node_name="core-2", message=HUB_MESSAGE)
+        evicted_pod(rs, suffix, node_name="core-2", message=HUB_EVICTION)
         for suffix in ("aaaa1", "aaaa2", "aaaa3", "aaaa4")
     ]
     [finding] = run(bodies)
@@ -213,7 +198,7 @@ def test_evicted_pod_without_controller_is_named_by_namespace_and_name() -> None
         node_name="core-2",
         phase="Failed",
         reason="Evicted",
-        message=HUB_MESSAGE.replace("hub", "scratch"),
+        message=HUB_EVICTION.replace("hub", "scratch"),
     )
     [finding] = run([node("core-2", labels=CORE), bare])
     assert finding.object == ObjectRef("Pod", "scratch", "lab")
@@ -225,7 +210,7 @@ def test_event_about_a_pod_still_present_is_not_counted_twice() -> None:
     bodies = incident()
     bodies.append(
         event(
-            involved=bodies[-1], reason="Evicted", message=HUB_MESSAGE, first=timedelta(minutes=4)
+            involved=bodies[-1], reason="Evicted", message=HUB_EVICTION, first=timedelta(minutes=4)
         )
     )
     [finding] = run(bodies)
@@ -237,7 +222,7 @@ def test_empty_status_message_falls_back_to_the_event() -> None:
     bodies = incident()
     bodies[-1]["status"]["message"] = ""
     bodies[-1]["status"]["conditions"] = []
-    bodies.append(event(involved=bodies[-1], reason="Evicted", message=HUB_MESSAGE))
+    bodies.append(event(involved=bodies[-1], reason="Evicted", message=HUB_EVICTION))
     [finding] = run(bodies)
     assert finding.evidence["threshold"] == "100Mi"
 
@@ -318,7 +303,7 @@ def test_drains_preemptions_and_taint_deletions_are_not_evictions_by_the_kubelet
 
 def test_replicaset_missing_from_snapshot_still_names_the_deployment() -> None:
     _, rs = workload("hub", "prod")
-    orphan = evicted_pod(rs, "abcde", node_name="core-2", message=HUB_MESSAGE)
+    orphan = evicted_pod(rs, "abcde", node_name="core-2", message=HUB_EVICTION)
     [finding] = run([node("core-2", labels=CORE), orphan])
     assert finding.object == ObjectRef("Deployment", "hub", "prod", "apps/v1")
     assert finding.cause == "eviction:memory@core-pool"

@@ -8,67 +8,17 @@ from kubemedic.checks import neighbours
 from kubemedic.checks.findings import Severity
 from kubemedic.checks.neighbours import NeighbourConfig
 from kubemedic.model.view import ClusterView
-from tests.factories import container, deployment, node, pod, pod_metrics, replicaset
+from tests.checks.addons import kube_proxy
+from tests.factories import container, deployed, node, pod, pod_metrics
+from tests.incident3 import CORE_POOL, jupyterhub, prometheus_beside_hub
 
-CORE_POOL = {"cloud.google.com/gke-nodepool": "core-pool"}
 PROMETHEUS = "support/support-prometheus-server-5d8f7c9b4-x7k2p"
 HUB = "jhub/hub-5d8f7c9b4-x7k2p"
 
 
-def deployed(
-    name: str,
-    *,
-    namespace: str,
-    node_name: str,
-    requests: dict[str, str],
-    limits: dict[str, str] | None = None,
-    labels: dict[str, str] | None = None,
-    priority: int = 0,
-    phase: str = "Running",
-) -> list[dict]:
-    app = deployment(
-        name, namespace=namespace, containers=[container(name, requests=requests, limits=limits)]
-    )
-    rs = replicaset(app)
-    running = pod(
-        f"{name}-5d8f7c9b4-x7k2p",
-        namespace=namespace,
-        node_name=node_name,
-        owner=rs,
-        labels=labels,
-        priority=priority,
-        phase=phase,
-        containers=[container(name, requests=requests, limits=limits)],
-    )
-    return [app, rs, running]
-
-
 def core_node(memory: str = "25Gi") -> list[dict]:
     """Incident 3's core node: Prometheus 20Gi/22Gi beside the hub (128Mi) and proxy."""
-    bodies = [node("core-1", memory=memory, labels=CORE_POOL)]
-    bodies += deployed(
-        "support-prometheus-server",
-        namespace="support",
-        node_name="core-1",
-        requests={"memory": "20Gi"},
-        limits={"memory": "22Gi"},
-    )
-    bodies += deployed(
-        "hub",
-        namespace="jhub",
-        node_name="core-1",
-        requests={"cpu": "10m", "memory": "128Mi"},
-        limits={"memory": "1Gi"},
-        labels={"app": "jupyterhub", "component": "hub"},
-    )
-    bodies += deployed(
-        "proxy",
-        namespace="jhub",
-        node_name="core-1",
-        requests={"memory": "64Mi"},
-        limits={"memory": "512Mi"},
-        labels={"app": "jupyterhub", "component": "proxy"},
-    )
+    bodies = prometheus_beside_hub(memory=memory)
     bodies += deployed(
         "support-grafana",
         namespace="support",
@@ -183,13 +133,7 @@ def test_hog_without_a_memory_limit_can_always_run_the_node_out() -> None:
     bodies += deployed(
         "prometheus", namespace="monitoring", node_name="core-1", requests={"memory": "20Gi"}
     )
-    bodies += deployed(
-        "hub",
-        namespace="jhub",
-        node_name="core-1",
-        requests={"memory": "1Gi"},
-        labels={"app": "jupyterhub", "component": "hub"},
-    )
+    bodies += jupyterhub("hub", node_name="core-1", requests={"memory": "1Gi"})
     [finding] = run(bodies)
     assert finding.severity is Severity.CRITICAL
     assert finding.evidence["hog"]["limit"] is None
@@ -211,13 +155,7 @@ def test_a_limitless_sidecar_makes_the_hog_unbounded_but_keeps_its_limit_in_view
     for body in bodies:
         if body["kind"] == "Pod":
             body["spec"]["containers"].append(container("configmap-reload"))
-    bodies += deployed(
-        "hub",
-        namespace="jhub",
-        node_name="core-1",
-        requests={"memory": "1Gi"},
-        labels={"app": "jupyterhub", "component": "hub"},
-    )
+    bodies += jupyterhub("hub", node_name="core-1", requests={"memory": "1Gi"})
     [finding] = run(bodies)
     assert finding.severity is Severity.CRITICAL
     assert finding.evidence["hog"]["limit"] == "22Gi"
@@ -267,13 +205,7 @@ def test_no_finding_without_a_critical_pod_on_the_same_node() -> None:
         requests={"memory": "20Gi"},
         limits={"memory": "22Gi"},
     )
-    bodies += deployed(
-        "hub",
-        namespace="jhub",
-        node_name="core-2",
-        requests={"memory": "128Mi"},
-        labels={"app": "jupyterhub", "component": "hub"},
-    )
+    bodies += jupyterhub("hub", node_name="core-2", requests={"memory": "128Mi"})
     assert run(bodies) == []
 
 
@@ -282,27 +214,13 @@ def test_kubelet_protected_critical_pods_are_not_threatened() -> None:
     bodies += deployed(
         "prometheus", namespace="monitoring", node_name="n1", requests={"memory": "10Gi"}
     )
-    bodies.append(
-        pod(
-            "kube-proxy-n1",
-            namespace="kube-system",
-            node_name="n1",
-            priority_class="system-node-critical",
-            priority=2_000_001_000,
-        )
-    )
+    bodies.append(kube_proxy("kube-proxy-n1", node_name="n1"))
     assert run(bodies) == []
 
 
 def test_critical_pods_are_not_hogs_themselves() -> None:
     bodies = [node("n1", memory="16Gi")]
-    bodies += deployed(
-        "hub",
-        namespace="jhub",
-        node_name="n1",
-        requests={"memory": "8Gi"},
-        labels={"app": "jupyterhub", "component": "hub"},
-    )
+    bodies += jupyterhub("hub", node_name="n1", requests={"memory": "8Gi"})
     assert run(bodies) == []
 
 

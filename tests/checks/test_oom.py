@@ -13,16 +13,15 @@ from kubemedic.model.objects import ObjectRef
 from kubemedic.model.view import ClusterView
 from tests.factories import (
     container,
-    deployment,
     event,
     node,
     pod,
     pod_metrics,
-    replicaset,
     stamp,
 )
+from tests.incident3 import CORE_POOL, PROMETHEUS_SERVER, prometheus
 
-PROM = "support-prometheus-server"
+PROM = PROMETHEUS_SERVER
 
 
 def terminated(
@@ -54,31 +53,12 @@ def terminated(
     return status
 
 
-def prometheus(*statuses: dict[str, Any], suffix: str = "q2x7z", **extra: Any) -> list[Any]:
-    owner = deployment(
-        PROM,
-        namespace="support",
-        containers=[container(PROM, requests={"memory": "20Gi"}, limits={"memory": "22Gi"})],
-    )
-    rs = replicaset(owner)
-    body = pod(
-        f"{PROM}-5d8f7c9b4-{suffix}",
-        namespace="support",
-        node_name="core-2",
-        containers=owner["spec"]["template"]["spec"]["containers"],
-        owner=rs,
-        container_statuses=list(statuses) or None,
-        **extra,
-    )
-    return [owner, rs, body]
-
-
 def run(bodies: list[Any], config: OomConfig | None = None) -> list[Finding]:
     return oom_killed(ClusterView.build(bodies), config or OomConfig())
 
 
 def test_prometheus_oom_kill_reports_limit_request_usage_and_restarts() -> None:
-    bodies = [node("core-2", labels={"cloud.google.com/gke-nodepool": "core-pool"})]
+    bodies = [node("core-2", labels=CORE_POOL)]
     bodies += prometheus(terminated(PROM, restarts=3))
     bodies.append(pod_metrics(bodies[-1], {PROM: {"memory": "21Gi"}}, at=timedelta(minutes=6)))
     [finding] = run(bodies)
@@ -253,7 +233,7 @@ def test_invalid_memory_limit_becomes_input_error_naming_pod_and_field() -> None
 
 
 def test_kubelet_killed_by_system_oom_is_critical_node_finding() -> None:
-    core = node("core-2", labels={"cloud.google.com/gke-nodepool": "core-pool"})
+    core = node("core-2", labels=CORE_POOL)
     bodies = [
         core,
         event(

@@ -12,65 +12,13 @@ from kubemedic.checks.overcommit import CpuOvercommitConfig, MemoryOvercommitCon
 from kubemedic.checks.registry import REGISTRY, run_checks
 from kubemedic.model.quantities import QuantityError
 from kubemedic.model.view import ClusterView
-from tests.factories import container, deployment, node, pod, replicaset
-
-CORE_POOL = {"cloud.google.com/gke-nodepool": "core-pool"}
-
-
-def deployed(
-    name: str,
-    *,
-    namespace: str,
-    node_name: str,
-    requests: dict[str, str],
-    limits: dict[str, str] | None = None,
-    labels: dict[str, str] | None = None,
-    pod_hash: str = "5d8f7c9b4",
-) -> list[dict]:
-    """A Deployment, its ReplicaSet and one running pod on ``node_name``."""
-    app = deployment(
-        name,
-        namespace=namespace,
-        containers=[container(name, requests=requests, limits=limits)],
-    )
-    rs = replicaset(app, pod_hash=pod_hash)
-    running = pod(
-        f"{name}-{pod_hash}-x7k2p",
-        namespace=namespace,
-        node_name=node_name,
-        owner=rs,
-        labels=labels,
-        containers=[container(name, requests=requests, limits=limits)],
-    )
-    return [app, rs, running]
+from tests.factories import container, deployed, node, pod
+from tests.incident3 import prometheus_beside_hub
 
 
 def incident_core_node() -> list[dict]:
     """Incident 3's core node: 25Gi allocatable, requests 93%, limits 124%."""
-    bodies = [node("core-1", cpu="4", memory="25Gi", labels=CORE_POOL)]
-    bodies += deployed(
-        "support-prometheus-server",
-        namespace="support",
-        node_name="core-1",
-        requests={"cpu": "500m", "memory": "20Gi"},
-        limits={"memory": "22Gi"},
-    )
-    bodies += deployed(
-        "hub",
-        namespace="jhub",
-        node_name="core-1",
-        requests={"cpu": "10m", "memory": "128Mi"},
-        limits={"memory": "1Gi"},
-        labels={"app": "jupyterhub", "component": "hub"},
-    )
-    bodies += deployed(
-        "proxy",
-        namespace="jhub",
-        node_name="core-1",
-        requests={"cpu": "10m", "memory": "64Mi"},
-        limits={"memory": "512Mi"},
-        labels={"app": "jupyterhub", "component": "proxy"},
-    )
+    bodies = prometheus_beside_hub()
     bodies += deployed(
         "support-ingress-nginx-controller",
         namespace="support",

@@ -90,6 +90,19 @@ def killing(target: dict[str, Any], name: str = "hub", *, count: int = 1) -> dic
     )
 
 
+def app_with_sidecar(name: str, *, sidecar_cpu: str) -> dict[str, Any]:
+    """A pod whose ``app`` (500m CPU) and ``sidecar`` containers have the same TCP liveness
+    probe, so the probe's Unhealthy message alone cannot say which of them failed."""
+    probe = {"tcpSocket": {"port": 8080}}
+    return pod(
+        name,
+        containers=[
+            container("app", requests={"cpu": "500m"}, liveness=probe),
+            container("sidecar", requests={"cpu": sidecar_cpu}, liveness=probe),
+        ],
+    )
+
+
 def run(bodies: list[Any], config: ProbeConfig | None = None) -> list[Finding]:
     return probe_restarts(ClusterView.build(bodies), config or ProbeConfig())
 
@@ -190,14 +203,7 @@ def test_without_killing_events_restarts_come_from_a_termination_inside_the_wind
 
 
 def test_container_is_taken_from_killing_events_in_multi_container_pods() -> None:
-    probe = {"tcpSocket": {"port": 8080}}
-    body = pod(
-        "web-1",
-        containers=[
-            container("app", requests={"cpu": "500m"}, liveness=probe),
-            container("sidecar", requests={"cpu": "500m"}, liveness=probe),
-        ],
-    )
+    body = app_with_sidecar("web-1", sidecar_cpu="500m")
     bodies = [body, unhealthy(body, count=3), killing(body, "app")]
     [finding] = run(bodies)
     assert finding.evidence["container"] == "app"
@@ -293,14 +299,7 @@ def test_invalid_starvation_setting_is_an_input_error_naming_the_setting() -> No
 
 
 def test_the_events_field_path_names_the_failing_container() -> None:
-    probe = {"tcpSocket": {"port": 8080}}
-    body = pod(
-        "web-2",
-        containers=[
-            container("app", requests={"cpu": "500m"}, liveness=probe),
-            container("sidecar", requests={"cpu": "50m"}, liveness=probe),
-        ],
-    )
+    body = app_with_sidecar("web-2", sidecar_cpu="50m")
     failing = event(
         involved=body,
         reason="Unhealthy",

@@ -12,6 +12,7 @@ from kubemedic.checks.findings import Severity
 from kubemedic.checks.underrequested import RoleFloor, UnderrequestedConfig
 from kubemedic.model.quantities import QuantityError
 from kubemedic.model.view import ClusterView
+from tests.checks import addons
 from tests.factories import container, deployment, pod, pod_metrics, priority_class, replicaset
 
 HUB_LABELS = {"app": "jupyterhub", "component": "hub"}
@@ -177,20 +178,11 @@ def test_sidecar_requests_count_towards_the_pod() -> None:
 
 
 def test_coredns_at_its_upstream_requests_is_silent_and_platform_pods_are_left_out() -> None:
-    coredns = pod(
+    coredns = addons.coredns(
         "coredns-5d78c9869d-abcde",
-        namespace="kube-system",
-        labels={"k8s-app": "kube-dns"},
-        priority_class="system-cluster-critical",
-        priority=2_000_000_000,
         containers=[container("coredns", requests={"cpu": "100m", "memory": "70Mi"})],
     )
-    kube_proxy = pod(
-        "kube-proxy-x1",
-        namespace="kube-system",
-        priority_class="system-node-critical",
-        priority=2_000_001_000,
-    )
+    kube_proxy = addons.kube_proxy("kube-proxy-x1")
     assert run([coredns, kube_proxy]) == []
     [finding] = run([coredns, kube_proxy], UnderrequestedConfig(include_system_critical=True))
     assert finding.evidence["owner"] == "Pod kube-system/kube-proxy-x1"

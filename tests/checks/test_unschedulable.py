@@ -11,15 +11,9 @@ from kubemedic.checks.unschedulable import UnschedulableConfig, unschedulable_po
 from kubemedic.model.view import ClusterView
 from kubemedic.testing.builders import BASE_TIME
 from tests.factories import container, deployment, event, node, pod, replicaset
+from tests.incident3 import FIT_ERROR, FIT_ERROR_REASONS
 
 NOW = timedelta(hours=1)
-INCIDENT_3 = (
-    "0/126 nodes are available: 14 node(s) didn't match Pod's node affinity/selector, "
-    "23 Insufficient cpu, 24 Insufficient memory, 6 node(s) had untolerated taint "
-    "{node.kubernetes.io/network-unavailable: }, 9 node(s) had untolerated taint "
-    "{hub.jupyter.org_dedicated: user}, 96 node(s) had untolerated taint "
-    "{node.kubernetes.io/not-ready: }."
-)
 INSUFFICIENT = "0/126 nodes are available: 100 Insufficient cpu, 26 Insufficient memory."
 
 
@@ -64,9 +58,9 @@ def test_incident_3_dask_workers_are_aggregated_per_deployment_with_real_counts(
     late = pending("dask-worker-7c9d5f8b6-klmno", rs, created=NOW - timedelta(minutes=2))
     events = [
         failed(pods[0], INSUFFICIENT, count=4, first=started, last=NOW - timedelta(minutes=5)),
-        failed(pods[0], INCIDENT_3, count=5, first=started, last=NOW - timedelta(seconds=30)),
-        failed(pods[1], INCIDENT_3, count=3, first=started, last=NOW - timedelta(minutes=1)),
-        failed(late, INCIDENT_3, count=2, first=NOW - timedelta(minutes=2), last=NOW),
+        failed(pods[0], FIT_ERROR, count=5, first=started, last=NOW - timedelta(seconds=30)),
+        failed(pods[1], FIT_ERROR, count=3, first=started, last=NOW - timedelta(minutes=1)),
+        failed(late, FIT_ERROR, count=2, first=NOW - timedelta(minutes=2), last=NOW),
     ]
     findings = run(owner, rs, *pods, late, *events, node("core-1", heartbeat=NOW))
 
@@ -82,18 +76,11 @@ def test_incident_3_dask_workers_are_aggregated_per_deployment_with_real_counts(
     assert evidence["pods"] == 3
     assert evidence["events"] == 14
     assert evidence["nodesTotal"] == 126
-    assert evidence["reasons"] == {
-        "node(s) didn't match Pod's node affinity/selector": 14,
-        "Insufficient cpu": 23,
-        "Insufficient memory": 24,
-        "node(s) had untolerated taint {node.kubernetes.io/network-unavailable: }": 6,
-        "node(s) had untolerated taint {hub.jupyter.org_dedicated: user}": 9,
-        "node(s) had untolerated taint {node.kubernetes.io/not-ready: }": 96,
-    }
+    assert evidence["reasons"] == FIT_ERROR_REASONS
     assert evidence["reasonClass"] == "taint:node.kubernetes.io/not-ready"
     assert evidence["preemption"] is None
     assert evidence["partial"] is False
-    assert evidence["lastMessage"] == INCIDENT_3
+    assert evidence["lastMessage"] == FIT_ERROR
     assert evidence["pendingForSeconds"] == 720
     assert evidence["firstSeen"] == "2023-02-01T19:48:00Z"
     assert evidence["lastSeen"] == "2023-02-01T20:00:00Z"
@@ -125,7 +112,7 @@ def test_pods_that_got_scheduled_are_silent_despite_old_events() -> None:
         node_name="dask-1",
         created=NOW - timedelta(minutes=20),
     )
-    old = failed(running, INCIDENT_3, count=9, first=NOW - timedelta(minutes=20), last=NOW)
+    old = failed(running, FIT_ERROR, count=9, first=NOW - timedelta(minutes=20), last=NOW)
     assert run(owner, rs, running, old) == []
 
 
@@ -161,7 +148,7 @@ def test_condition_message_outlives_expired_events() -> None:
             "type": "PodScheduled",
             "status": "False",
             "reason": "Unschedulable",
-            "message": INCIDENT_3,
+            "message": FIT_ERROR,
             "lastTransitionTime": "2023-02-01T17:00:00Z",
         }
     ]

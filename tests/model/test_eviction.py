@@ -19,12 +19,8 @@ from kubemedic.model.eviction import (
 )
 from kubemedic.model.quantities import Quantity, parse_quantity
 from tests.factories import pod
+from tests.incident3 import HUB_EVICTION
 
-# Built with the kubelet's own format strings (pkg/kubelet/eviction/helpers.go).
-HUB_EVICTION = (
-    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 91436Ki. "
-    "Container hub was using 318892Ki, request is 128Mi, has larger consumption of memory. "
-)
 INCIDENT_TEXT = (
     "The node was low on resource: memory. Threshold quantity: ..., available: .... "
     "Container <c> was using <x>, request is <y>, has larger consumption of memory."

@@ -12,29 +12,14 @@ from kubemedic.model.scheduling import (
     parse_failed_scheduling,
     reason_class,
 )
-
-INCIDENT_3 = (
-    "0/126 nodes are available: 14 node(s) didn't match Pod's node affinity/selector, "
-    "23 Insufficient cpu, 24 Insufficient memory, 6 node(s) had untolerated taint "
-    "{node.kubernetes.io/network-unavailable: }, 9 node(s) had untolerated taint "
-    "{hub.jupyter.org_dedicated: user}, 96 node(s) had untolerated taint "
-    "{node.kubernetes.io/not-ready: }."
-)
-INCIDENT_3_REASONS = {
-    "node(s) didn't match Pod's node affinity/selector": 14,
-    "Insufficient cpu": 23,
-    "Insufficient memory": 24,
-    "node(s) had untolerated taint {node.kubernetes.io/network-unavailable: }": 6,
-    "node(s) had untolerated taint {hub.jupyter.org_dedicated: user}": 9,
-    "node(s) had untolerated taint {node.kubernetes.io/not-ready: }": 96,
-}
+from tests.incident3 import FIT_ERROR, FIT_ERROR_REASONS
 
 
 def test_incident_3_message_reads_every_count_verbatim() -> None:
-    failure = parse_failed_scheduling(INCIDENT_3)
+    failure = parse_failed_scheduling(FIT_ERROR)
     assert failure is not None
     assert failure.nodes_total == 126
-    assert dict(failure.reasons) == INCIDENT_3_REASONS
+    assert dict(failure.reasons) == FIT_ERROR_REASONS
     assert failure.prefilter is None
     assert failure.preemption is None
     assert failure.postfilter is None
@@ -42,7 +27,7 @@ def test_incident_3_message_reads_every_count_verbatim() -> None:
 
 
 def test_incident_3_message_is_what_the_scheduler_formats() -> None:
-    assert format_failed_scheduling(126, INCIDENT_3_REASONS) == INCIDENT_3
+    assert format_failed_scheduling(126, FIT_ERROR_REASONS) == FIT_ERROR
 
 
 def test_formatting_sorts_the_histogram_as_strings_not_numbers() -> None:
@@ -51,7 +36,7 @@ def test_formatting_sorts_the_histogram_as_strings_not_numbers() -> None:
 
 
 def test_incident_3_dominant_class_is_the_not_ready_taint() -> None:
-    failure = parse_failed_scheduling(INCIDENT_3)
+    failure = parse_failed_scheduling(FIT_ERROR)
     assert failure is not None
     assert dominant_class(failure) == "taint:node.kubernetes.io/not-ready"
 
@@ -164,7 +149,7 @@ def test_extended_resources_and_anti_affinity_reasons() -> None:
 
 
 def test_scheduler_truncated_message_drops_the_cut_item_and_flags_partial() -> None:
-    cut = INCIDENT_3[: INCIDENT_3.index("96 node(s)") + 30] + " ..."
+    cut = FIT_ERROR[: FIT_ERROR.index("96 node(s)") + 30] + " ..."
     failure = parse_failed_scheduling(cut)
     assert failure is not None
     assert failure.partial

@@ -125,6 +125,12 @@ def scan(
         Path | None,
         typer.Option("--config", "-c", help="YAML file of check thresholds and selectors."),
     ] = None,
+    limit: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Table rows per check and severity; the rest are counted (0: all)."
+        ),
+    ] = 20,
 ) -> None:
     """Scan a cluster snapshot once and report every risk found."""
     if snapshot is None:
@@ -147,6 +153,7 @@ def scan(
             console=Console(),
             title=f"kubemedic scan of {snapshot} as of {objects.format_time(view.now)}",
             notes=_notes(loaded),
+            per_check=limit,
         )
     raise typer.Exit(exit_code(findings, fail_on))
 

@@ -154,3 +154,36 @@ def test_the_table_notes_workloads_dumped_without_managed_fields(tmp_path: Path)
     result = runner.invoke(app, ["scan", "-s", str(path)], terminal_width=200)
     assert "1 of 1 workloads carry no managedFields" in result.stdout
     assert "--show-managed-fields" in result.stdout
+
+
+def test_table_shows_a_limited_number_of_rows_per_check_but_counts_everything(
+    tmp_path: Path,
+) -> None:
+    objects = []
+    for index in range(5):
+        objects.append(node(f"core-{index}", memory="16Gi"))
+        objects.append(
+            pod(
+                f"prometheus-{index}",
+                namespace="monitoring",
+                node_name=f"core-{index}",
+                containers=[container("p", requests={"memory": "15Gi"}, limits={"memory": "15Gi"})],
+            )
+        )
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    limited = runner.invoke(
+        app,
+        ["scan", "-s", str(path), "--check", "node-memory-overcommit", "--limit", "2"],
+        env={"COLUMNS": "200"},
+    )
+    assert limited.stdout.count("has memory requests") == 2
+    assert "… and 3 more (--limit 0 shows all)" in limited.stdout
+    assert "5 findings: 0 critical, 5 warning" in limited.stdout
+    everything = runner.invoke(
+        app,
+        ["scan", "-s", str(path), "--check", "node-memory-overcommit", "--limit", "0"],
+        env={"COLUMNS": "200"},
+    )
+    assert everything.stdout.count("has memory requests") == 5
+    assert "more (--limit 0" not in everything.stdout

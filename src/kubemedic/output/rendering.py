@@ -29,6 +29,20 @@ _ORDER = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
 _STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
+def _groups(findings: Iterable[Finding]) -> list[list[Finding]]:
+    """Findings in display order, in runs of one severity and check."""
+    groups: list[list[Finding]] = []
+    for finding in sorted(findings, key=lambda f: f.sort_key):
+        if groups and (groups[-1][0].severity, groups[-1][0].check) == (
+            finding.severity,
+            finding.check,
+        ):
+            groups[-1].append(finding)
+        else:
+            groups.append([finding])
+    return groups
+
+
 def summary_of(findings: Iterable[Finding]) -> dict[str, int]:
     counts = Counter(finding.severity for finding in findings)
     return {severity.label: counts.get(severity, 0) for severity in _ORDER}
@@ -55,8 +69,13 @@ def render_table(
     console: Console,
     title: str | None = None,
     notes: Sequence[str] = (),
+    per_check: int = 0,
 ) -> None:
-    """Findings grouped by severity (most severe first), then a one-line summary."""
+    """Findings grouped by severity (most severe first), then a one-line summary.
+
+    ``per_check`` > 0 shows at most that many rows of each check and severity (a 5,000-node
+    cluster can have thousands of findings of one kind): the rest are counted in a row of their
+    own. The summary always counts everything; ``--output json`` always holds everything."""
     if title:
         console.rule(Text(title, style="bold"))
     if findings:
@@ -66,16 +85,27 @@ def render_table(
         table.add_column("Object", overflow="fold", ratio=1)
         table.add_column("Finding", overflow="fold", ratio=3)
         previous: Severity | None = None
-        for finding in sorted(findings, key=lambda f: f.sort_key):
-            if previous is not None and finding.severity != previous:
+        for group in _groups(findings):
+            first = group[0]
+            if previous is not None and first.severity != previous:
                 table.add_section()
-            previous = finding.severity
-            table.add_row(
-                Text(finding.severity.label, style=_STYLE[finding.severity]),
-                finding.check,
-                Text(str(finding.object)),
-                Text(finding.message),
-            )
+            previous = first.severity
+            shown = group if per_check <= 0 else group[:per_check]
+            for finding in shown:
+                table.add_row(
+                    Text(finding.severity.label, style=_STYLE[finding.severity]),
+                    finding.check,
+                    Text(str(finding.object)),
+                    Text(finding.message),
+                )
+            hidden = len(group) - len(shown)
+            if hidden:
+                table.add_row(
+                    Text(first.severity.label, style="dim"),
+                    Text(first.check, style="dim"),
+                    "",
+                    Text(f"… and {hidden} more (--limit 0 shows all)", style="dim"),
+                )
         console.print(table)
     summary = summary_of(findings)
     line = Text()

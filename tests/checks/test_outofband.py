@@ -165,7 +165,7 @@ def test_flux_kustomization_object_patched_replicas_is_a_warning_with_its_own_ca
         "app": "flux-system/apps",
         "via": "label kustomize.toolkit.fluxcd.io/name",
     }
-    assert "Flux reverts such an edit only where Git sets the same field" in finding.message
+    assert "Flux rolls kubectl edits back at its next reconciliation" in finding.message
 
 
 def test_resource_and_selector_edits_are_critical_but_a_bare_resources_map_is_not() -> None:

@@ -310,6 +310,18 @@ def _message(ref: ObjectRef, *, gitops: dict[str, Any], chosen: _Edit, edits: li
         )
     return (
         f"{ref} is managed by {tool}{app}, but {chosen.manager} set {fields} outside Git "
-        f"({when}){also}; {tool} reverts such an edit only where Git sets the same field, so an "
-        "added field stays live unseen."
+        f"({when}){also}; {_WHAT_HAPPENS_NEXT.get(str(gitops['tool']), _UNKNOWN_NEXT)}."
     )
+
+
+_WHAT_HAPPENS_NEXT = {
+    # argo-cd#1613: the default three-way diff ignores live fields that are neither in Git nor
+    # in last-applied, so the app stays Synced (incident 1).
+    "argocd": "Argo CD reverts such an edit only where Git sets the same field, so an added "
+    "field stays live unseen",
+    # Flux's server-side apply takes ownership back from kubectl's field managers on the next
+    # reconciliation (its FAQ: "Why are kubectl edits rolled back by Flux?").
+    "flux": "Flux rolls kubectl edits back at its next reconciliation, so if the field is still "
+    "live, drift correction is off, the field is ignored, or the edit keeps being reapplied",
+}
+_UNKNOWN_NEXT = "its GitOps tool may not see or revert it"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -208,6 +208,87 @@ def list_checks(
     for check_name, spec in sorted(registry.REGISTRY.items()):
         table.add_row(check_name, spec.summary)
     console.print(table)
+
+
+sim_app = typer.Typer(
+    name="sim",
+    help="The simulator: a Kubernetes API emulator for tests and the demo.",
+    no_args_is_help=True,
+)
+app.add_typer(sim_app)
+
+
+def _parse_duration(text: str) -> timedelta:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    try:
+        if text and text[-1] in units:
+            return timedelta(seconds=float(text[:-1]) * units[text[-1]])
+        return timedelta(seconds=float(text))
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a duration such as 90s, 10m or 1h") from None
+
+
+@sim_app.command("serve")
+def sim_serve(
+    *,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 0,
+    kubeconfig_out: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig-out", help="Write a kubeconfig here once the server is ready."),
+    ] = None,
+    load: Annotated[
+        Path | None,
+        typer.Option("--load", help="Pre-load objects from a snapshot file or directory."),
+    ] = None,
+    event_ttl: Annotated[
+        str, typer.Option("--event-ttl", help="Events expire this long after their last write.")
+    ] = "1h",
+    history: Annotated[
+        int,
+        typer.Option(help="Changes kept for watches; older resourceVersions get 410 Gone."),
+    ] = 100_000,
+    speed: Annotated[float, typer.Option(help="Virtual clock speed (x real time).")] = 1.0,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fault",
+            help="Fault injection NAME=VALUE, e.g. error-rate=0.1, throttle-rate=0.05, "
+            "watch-drop-after=100, watch-stall=true, latency=0.2 (repeatable).",
+        ),
+    ] = None,
+) -> None:
+    """Run the Kubernetes API emulator until interrupted."""
+    import asyncio  # noqa: PLC0415
+
+    from kubemedic.sim import apiserver, serving  # noqa: PLC0415
+    from kubemedic.sim import faults as faults_module  # noqa: PLC0415
+
+    err = Console(stderr=True)
+    try:
+        options = serving.ServeOptions(
+            port=port,
+            kubeconfig_out=kubeconfig_out,
+            load=load,
+            event_ttl=_parse_duration(event_ttl),
+            history=history,
+            speed=speed,
+            faults=faults_module.parse_assignments(fault or []),
+        )
+        if speed <= 0:
+            raise ValueError(f"--speed must be positive, got {speed}")
+        server = serving.build(options)
+    except (loading.SnapshotError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+    def ready(running: apiserver.ApiServer) -> None:
+        err.print(f"kubemedic API emulator listening on {running.url}", highlight=False)
+
+    try:
+        asyncio.run(serving.serve(server, options, ready=ready))
+    except OSError as exc:
+        err.print(f"[red]error:[/red] cannot serve on port {port}: {exc}", highlight=False)
+        raise typer.Exit(2) from None
 
 
 @app.command()

@@ -106,7 +106,8 @@ def read_event(body: objects.Body) -> EventRecord:
         or objects.get_str(body, "reportingComponent")
         or ""
     )
-    host = objects.get_str(source, "host") or objects.get_str(body, "reportingInstance")
+    # core/v1 always carries reportingInstance (no omitempty): an empty one is no host.
+    host = objects.get_str(source, "host") or objects.get_str(body, "reportingInstance") or None
     namespace = meta.get("namespace")
     involved_ns = involved.get("namespace")
     return EventRecord(

@@ -1,0 +1,179 @@
+"""The Kubernetes API emulator: an in-memory API server real clients accept unchanged.
+
+It speaks the REST API in JSON the way kube-apiserver 1.32 does: discovery (``/api``,
+``/apis``, group and group-version documents), OpenAPI v3 (so ``kubectl apply`` validates on the
+server and finds strategic-merge metadata), CRUD, list and watch with selectors and pagination,
+the status, scale, eviction and binding subresources, server-side apply with managedFields, and
+``Status`` errors with the real wording. Tables are served when the client asks for them, so
+``kubectl get`` prints the real columns.
+
+The server owns a virtual clock (``GET /kubemedic.io/v1/clock``; ``PUT`` changes speed, pauses,
+resumes or jumps); every timestamp it writes and each response's ``Date`` header come from it.
+``/kubemedic.io/v1/faults`` sets fault injection (:mod:`kubemedic.sim.faults`).
+
+Request handling lives in :mod:`kubemedic.sim.handling`; this module assembles the parts and
+runs the aiohttp application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from aiohttp import web
+
+from kubemedic.sim import crds, defaulting, errors
+from kubemedic.sim.clock import VirtualClock, rfc3339
+from kubemedic.sim.collecting import Collector
+from kubemedic.sim.faults import Faults
+from kubemedic.sim.resources import Registry
+from kubemedic.sim.schema import definitions
+from kubemedic.sim.storing import DEFAULT_HISTORY, Obj, Store
+from kubemedic.sim.writing import Writer, clone
+
+#: Namespaces every cluster starts with.
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+#: How often the built-in control loops run (wall seconds).
+TICK_SECONDS = 0.05
+
+
+class ApiServer:
+    """One emulated cluster's API: storage, control loops and the HTTP application."""
+
+    def __init__(
+        self,
+        *,
+        clock: VirtualClock | None = None,
+        history: int = DEFAULT_HISTORY,
+        event_ttl: timedelta = timedelta(hours=1),
+        faults: Faults | None = None,
+        bookmark_seconds: float = 1.0,
+    ) -> None:
+        self.clock = clock or VirtualClock()
+        self.registry = Registry()
+        self.defs = definitions()
+        self.store = Store(history=history, wall=time.monotonic)
+        self.writer = Writer(self.store, self.clock, self.defs)
+        self.collector = Collector(self.writer, self.registry, event_ttl=event_ttl)
+        self.faults = faults or Faults()
+        self.bookmark_seconds = bookmark_seconds
+        self._runner: web.AppRunner | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self.port = 0
+        for name in SYSTEM_NAMESPACES:
+            self.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}])
+        # Custom resources are announced by their definitions, as on a real cluster (lightkube
+        # and kubectl discover them through customresourcedefinitions).
+        self.load(crds.capi_crds(established_at=rfc3339(self.clock.now())))
+
+    # loading ---------------------------------------------------------------------------------
+
+    def load(self, objects: Iterable[Mapping[str, Any]]) -> int:
+        """Store objects as they are (status, uid, timestamps kept), as a restore would.
+
+        Missing namespaces are created; objects of kinds the emulator does not serve are
+        skipped. Returns how many objects were stored.
+        """
+        stored = 0
+        namespaces = self.registry.lookup("", "v1", "namespaces")
+        assert namespaces is not None
+        for body in objects:
+            res = self.registry.for_kind(str(body.get("apiVersion", "")), str(body.get("kind", "")))
+            if res is None:
+                continue
+            obj: Obj = clone(dict(body))
+            meta = obj.setdefault("metadata", {})
+            name = str(meta.get("name") or "")
+            if not name:
+                continue
+            ns = str(meta.get("namespace") or "default") if res.namespaced else ""
+            if res.namespaced:
+                meta["namespace"] = ns
+                if self.store.get("namespaces", ("", ns)) is None:
+                    self.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
+            else:
+                meta.pop("namespace", None)
+            meta.setdefault("uid", _uid())
+            meta.setdefault("creationTimestamp", rfc3339(self.clock.now()))
+            if not res.custom:
+                # The real server defaults what it reads back from storage.
+                defaulting.default_object(obj, group=res.group, version=res.version, kind=res.kind)
+            if res.kind == "Namespace" and not res.group:
+                obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+                obj.setdefault("status", {"phase": "Active"})
+            existing = self.store.get(res.store_key, (ns, name))
+            self.store.put(
+                res.store_key, (ns, name), obj, event="ADDED" if existing is None else "MODIFIED"
+            )
+            stored += 1
+        self.collector.tick()
+        return stored
+
+    # running ---------------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        from kubemedic.sim.handling import Handler  # noqa: PLC0415
+
+        handler = Handler(self)
+        app = web.Application(middlewares=[handler.middleware], client_max_size=64 * 1024**2)
+        app.router.add_route("*", "/{tail:.*}", handler.dispatch)
+        return app
+
+    async def start(self, *, host: str = "127.0.0.1", port: int = 0) -> int:
+        """Serve on ``host:port`` (0 picks a free port); returns the bound port."""
+        self._runner = web.AppRunner(
+            self.app(), access_log=None, handle_signals=False, shutdown_timeout=2.0
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, reuse_address=True)
+        await site.start()
+        server = site._server
+        assert server is not None
+        sockets = getattr(server, "sockets", None) or ()
+        self.port = int(next(iter(sockets)).getsockname()[1]) if sockets else port
+        self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
+        return self.port
+
+    async def _tick_forever(self) -> None:
+        while True:
+            # A loop's write may lose a race with a client; the next tick retries.
+            with contextlib.suppress(errors.ApiError):
+                self.collector.tick()
+            await asyncio.sleep(TICK_SECONDS)
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        self.store.close_watchers()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def _uid() -> str:
+    return str(uuid.uuid4())
+
+
+def kubeconfig(url: str, *, name: str = "kubemedic-sim") -> dict[str, Any]:
+    """A kubeconfig for the emulator (plain HTTP on localhost, no credentials)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": url}}],
+        "users": [{"name": name, "user": {}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+        "preferences": {},
+    }

@@ -1,0 +1,82 @@
+"""``kubemedic sim serve``: run the API emulator until SIGINT or SIGTERM.
+
+The kubeconfig is written only once the port is bound and the server answers, so a script can
+wait for the file to appear and then use it (``kubectl --kubeconfig FILE get nodes``). The file
+is written atomically (a temporary file renamed into place), so a reader never sees half of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import yaml
+
+from kubemedic.sim.apiserver import ApiServer, kubeconfig
+from kubemedic.sim.clock import VirtualClock
+from kubemedic.sim.faults import Faults
+from kubemedic.snapshot import loading
+
+
+@dataclass
+class ServeOptions:
+    port: int = 0
+    kubeconfig_out: Path | None = None
+    load: Path | None = None
+    event_ttl: timedelta = timedelta(hours=1)
+    history: int = 100_000
+    speed: float = 1.0
+    faults: dict[str, str] = field(default_factory=dict)
+
+
+def write_kubeconfig(path: Path, url: str) -> None:
+    """Write a kubeconfig for ``url`` atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(kubeconfig(url), sort_keys=False)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    Path(tmp).replace(path)
+
+
+def build(options: ServeOptions) -> ApiServer:
+    """The server with its snapshot loaded (raises SnapshotError / ValueError on bad input)."""
+    faults = Faults()
+    faults.update(options.faults)
+    server = ApiServer(
+        clock=VirtualClock(speed=options.speed),
+        history=options.history,
+        event_ttl=options.event_ttl,
+        faults=faults,
+    )
+    if options.load is not None:
+        snapshot = loading.load_snapshot(options.load)
+        server.load(snapshot.bodies)
+    return server
+
+
+async def serve(
+    server: ApiServer, options: ServeOptions, *, ready: Callable[[ApiServer], None] | None = None
+) -> None:
+    """Serve until a stop signal; ``ready`` is called once the port answers."""
+    port = await server.start(port=options.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        if options.kubeconfig_out is not None:
+            write_kubeconfig(options.kubeconfig_out, f"http://127.0.0.1:{port}")
+        if ready is not None:
+            ready(server)
+        await stop.wait()
+    finally:
+        await server.stop()

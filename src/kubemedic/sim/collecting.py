@@ -59,6 +59,7 @@ class Collector:
         self._owners_of: dict[Ref, tuple[str, ...]] = {}
         self._gone_owners: set[str] = set()
         self._deleting: set[Ref] = set()
+        self._graceful: list[tuple[datetime, int, Ref]] = []
         self._event_expiry: list[tuple[datetime, int, Ref]] = []
         self._pdb_dirty: set[str] = set()
         writer.store.listeners.append(self.observe)
@@ -85,12 +86,27 @@ class Collector:
             if any(o not in self._uids for o in owners):
                 self._gone_owners.update(o for o in owners if o not in self._uids)
             if meta.get("deletionTimestamp"):
-                self._deleting.add(ref)
+                self._track_deletion(change, ref, meta)
             if change.store == "events":
                 due = self.writer.clock.now() + self.event_ttl
                 heapq.heappush(self._event_expiry, (due, int(meta["resourceVersion"]), ref))
         if change.store in ("pods", "poddisruptionbudgets.policy"):
             self._pdb_dirty.add(str(meta.get("namespace") or ""))
+
+    def _track_deletion(self, change: Change, ref: Ref, meta: Mapping[str, Any]) -> None:
+        """Objects being deleted wait in one of two places: a work set when a control loop must
+        act (namespaces, orphan and foreground finalizers), a heap by due time for pods in
+        their grace period. Objects held by other finalizers wait for whoever owns those."""
+        finalizers = meta.get("finalizers") or ()
+        if change.store == "namespaces" or _ORPHAN in finalizers or _FOREGROUND in finalizers:
+            self._deleting.add(ref)
+        else:
+            self._deleting.discard(ref)
+        if not finalizers and change.store == "pods":
+            due = parse_time(meta.get("deletionTimestamp"))
+            if due is not None:
+                rv = int(meta.get("resourceVersion") or 0)
+                heapq.heappush(self._graceful, (due, rv, ref))
 
     def _set_owners(self, ref: Ref, owners: tuple[str, ...]) -> None:
         before = self._owners_of.get(ref, ())
@@ -142,7 +158,6 @@ class Collector:
 
     def _advance_deletions(self) -> bool:
         progressed = False
-        now = self.writer.clock.now()
         for ref in list(self._deleting):
             entry = self.writer.store.get(*ref)
             if entry is None:
@@ -165,22 +180,32 @@ class Collector:
             if _FOREGROUND in finalizers:
                 blocking = [dep for dep in self._dependents.get(uid, ()) if self._blocks(dep, uid)]
                 for dep in list(self._dependents.get(uid, ())):
-                    progressed |= self._delete(dep, "Foreground")
+                    # As the real collector: dependents that own objects themselves go in the
+                    # foreground too, leaves in the background (a pod keeps its grace period).
+                    progressed |= self._delete(
+                        dep, "Foreground" if self._has_dependents(dep) else "Background"
+                    )
                 if not blocking:
                     progressed |= self._remove_finalizer(res, ref, _FOREGROUND)
                 continue
-            if finalizers:
-                continue
-            due = parse_time(meta.get("deletionTimestamp"))
-            if (
-                self.writer.stand_in_kubelet
-                and due is not None
-                and due <= now
-                and res.kind == "Pod"
-                and not res.group
-            ):
-                self.writer.finish_deletion(res, ref[1])
-                progressed = True
+            self._deleting.discard(ref)
+        return self._finish_graceful() or progressed
+
+    def _finish_graceful(self) -> bool:
+        """Confirm pod deletions whose grace period is over (the stand-in kubelet)."""
+        if not self.writer.stand_in_kubelet:
+            return False
+        now = self.writer.clock.now()
+        heap = self._graceful
+        progressed = False
+        pods = self._by_store.get("pods")
+        while heap and heap[0][0] <= now and pods is not None:
+            _, rv, ref = heapq.heappop(heap)
+            entry = self.writer.store.get(*ref)
+            if entry is None or entry.rv != rv or entry.obj["metadata"].get("finalizers"):
+                continue  # gone, or changed since (a newer entry is queued)
+            self.writer.finish_deletion(pods, ref[1])
+            progressed = True
         return progressed
 
     def _blocks(self, dep: Ref, owner_uid: str) -> bool:
@@ -210,11 +235,18 @@ class Collector:
             new["metadata"]["finalizers"] = finalizers
         else:
             new["metadata"].pop("finalizers", None)
-        if finalizers:
+        if finalizers or int(new["metadata"].get("deletionGracePeriodSeconds") or 0) > 0:
+            # An object still in its grace period waits for it (the store only deletes on the
+            # last finalizer's removal when no grace period is pending).
             self.writer.store.put(ref[0], ref[1], new, event="MODIFIED")
         else:
             self.writer.store.remove(ref[0], ref[1])
         return True
+
+    def _has_dependents(self, ref: Ref) -> bool:
+        entry = self.writer.store.get(*ref)
+        uid = str((entry.obj["metadata"].get("uid") if entry is not None else "") or "")
+        return bool(self._dependents.get(uid))
 
     def _drop_owner_reference(self, dep: Ref, owner_uid: str) -> None:
         entry = self.writer.store.get(*dep)

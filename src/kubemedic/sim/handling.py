@@ -36,6 +36,8 @@ Handler_ = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _log = logging.getLogger(__name__)
 _JSON = "application/json"
+#: Lists with at least this many items are streamed in chunks rather than built whole.
+_STREAM_ITEMS = 2000
 _CONTROL = "/kubemedic.io/v1/"
 _HEALTH = frozenset({"/healthz", "/livez", "/readyz"})
 
@@ -185,7 +187,7 @@ class Handler:
             return await self._watch(request, res, namespace)
         key: Key = (namespace or "" if res.namespaced else "", name or "")
         if verb == "list":
-            return self._list(request, res, namespace)
+            return await self._list(request, res, namespace)
         if verb == "get":
             entry = self.server.writer.existing(res, key)
             if sub == "scale":
@@ -336,7 +338,9 @@ class Handler:
             field_text=request.query.get("fieldSelector", ""),
         )
 
-    def _list(self, request: web.Request, res: Resource, namespace: str | None) -> web.Response:
+    async def _list(
+        self, request: web.Request, res: Resource, namespace: str | None
+    ) -> web.StreamResponse:
         query = self._query(request, res, namespace)
         params = request.query
         try:
@@ -360,7 +364,15 @@ class Handler:
                 meta["remainingItemCount"] = page.remaining
             objects = [reading.present(res, e.obj) for e in page.entries]
             return json_response(self._table(request, res, objects, list_meta=meta))
-        return json_response(reading.list_body(res, page))
+        if len(page.entries) < _STREAM_ITEMS:
+            return json_response(reading.list_body(res, page))
+        response = web.StreamResponse(headers={"Content-Type": _JSON})
+        response.headers["Date"] = format_datetime(self.server.clock.now(), usegmt=True)
+        await response.prepare(request)
+        for chunk in reading.list_chunks(res, page):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
 
     def _table(
         self, request: web.Request, res: Resource, objects: list[Obj], *, list_meta: dict[str, Any]

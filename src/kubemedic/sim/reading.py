@@ -189,14 +189,34 @@ def entry_json(res: Resource, entry: Entry) -> bytes:
 
 def list_body(res: Resource, page: Page) -> bytes:
     """The ``<Kind>List`` JSON, assembled from each entry's cached bytes."""
+    return b"".join(list_chunks(res, page, size=1 << 62))
+
+
+def list_chunks(res: Resource, page: Page, *, size: int = 1 << 20) -> Iterator[bytes]:
+    """The list's JSON in pieces of about ``size`` bytes (large lists are streamed, so a
+    150,000-pod list is never one 300 MB buffer)."""
     meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
     if page.continue_token:
         meta["continue"] = page.continue_token
     if page.remaining is not None:
         meta["remainingItemCount"] = page.remaining
     head = orjson.dumps({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta})
-    items = b",".join(entry_json(res, e) for e in page.entries)
-    return head[:-1] + b',"items":[' + items + b"]}"
+    parts: list[bytes] = [head[:-1], b',"items":[']
+    pending = 0
+    first = True
+    for entry in page.entries:
+        body = entry_json(res, entry)
+        if not first:
+            parts.append(b",")
+        first = False
+        parts.append(body)
+        pending += len(body)
+        if pending >= size:
+            yield b"".join(parts)
+            parts = []
+            pending = 0
+    parts.append(b"]}")
+    yield b"".join(parts)
 
 
 def watch_filter(res: Resource, query: Query) -> Callable[[Change], Iterator[tuple[str, Obj]]]:

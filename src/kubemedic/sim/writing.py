@@ -319,7 +319,12 @@ class Writer:
             return old
         if dry_run:
             return new
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not int(meta.get("deletionGracePeriodSeconds") or 0)
+        ):
+            # The last finalizer gone and no grace period pending: the store deletes it.
             gone = self.store.remove(res.store_key, key)
             return gone if gone is not None else new
         return self.store.put(res.store_key, key, new, event="MODIFIED").obj

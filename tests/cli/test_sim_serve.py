@@ -1,0 +1,99 @@
+"""``kubemedic sim serve`` as a user runs it: a process, a kubeconfig, signals, bad input."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.factories import node, pod
+from tests.sim.conftest import KUBECTL, needs_kubectl
+
+COMMAND = [sys.executable, "-c", "from kubemedic.cli import main; main()", "sim", "serve"]
+
+
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*COMMAND, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited early: {proc.stderr.read() if proc.stderr else ''}")
+        assert time.monotonic() < deadline, "no kubeconfig written"
+        time.sleep(0.05)
+
+
+@needs_kubectl
+def test_serve_loads_a_snapshot_writes_a_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> None:
+    snapshot = tmp_path / "snap.json"
+    snapshot.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [node("node-a"), pod("api-0", namespace="shop", node_name="node-a")],
+            }
+        )
+    )
+    kubeconfig = tmp_path / "kc"
+    proc = _start("--port", "0", "--kubeconfig-out", str(kubeconfig), "--load", str(snapshot))
+    try:
+        _wait_for(kubeconfig, proc)
+        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        assert server.startswith("http://127.0.0.1:")
+        out = subprocess.run(
+            [KUBECTL or "kubectl", "--kubeconfig", str(kubeconfig), "get", "pods", "-A", "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        items = json.loads(out)["items"]
+        assert [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in items] == [
+            ("shop", "api-0")
+        ]
+        # The loaded pod keeps what the snapshot said about it.
+        assert items[0]["status"]["phase"] == "Running"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "listening on http://127.0.0.1:" in err
+
+
+def test_serve_rejects_a_malformed_snapshot_with_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Pod\nmetadata: {name: [unclosed\n")
+    result = subprocess.run(
+        [*COMMAND, "--load", str(bad)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 2
+    assert "bad.yaml" in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--fault", "nonsense=1"), "unknown fault"),
+        (("--fault", "error-rate=2"), "between 0 and 1"),
+        (("--event-ttl", "soon"), "duration"),
+        (("--speed", "0"), "positive"),
+    ],
+)
+def test_serve_rejects_bad_options(args: tuple[str, ...], message: str) -> None:
+    result = subprocess.run(
+        [*COMMAND, *args], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 2
+    assert message in result.stderr

@@ -28,7 +28,9 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> N
     deadline = time.monotonic() + timeout
     while not path.exists():
         if proc.poll() is not None:
-            raise AssertionError(f"server exited early: {proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(
+                f"server exited early: {proc.stderr.read() if proc.stderr else ''}"
+            )
         assert time.monotonic() < deadline, "no kubeconfig written"
         time.sleep(0.05)
 
@@ -52,7 +54,16 @@ def test_serve_loads_a_snapshot_writes_a_kubeconfig_and_stops_on_sigterm(tmp_pat
         server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
         assert server.startswith("http://127.0.0.1:")
         out = subprocess.run(
-            [KUBECTL or "kubectl", "--kubeconfig", str(kubeconfig), "get", "pods", "-A", "-o", "json"],
+            [
+                KUBECTL or "kubectl",
+                "--kubeconfig",
+                str(kubeconfig),
+                "get",
+                "pods",
+                "-A",
+                "-o",
+                "json",
+            ],
             capture_output=True,
             text=True,
             timeout=60,

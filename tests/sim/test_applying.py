@@ -13,8 +13,9 @@ import yaml
 
 from kubemedic.model.fieldpaths import FieldPath
 from kubemedic.model.managedfields import decode_fieldsv1
+from kubemedic.sim.applying import LAST_APPLIED, apply
 from kubemedic.sim.errors import ApiError
-from kubemedic.sim.fieldmanaging import LAST_APPLIED, apply, track_update
+from kubemedic.sim.fieldmanaging import track_update
 from kubemedic.sim.schema import definitions
 from tests.factories import deployment
 from tests.sim.manifests import manifest

@@ -14,7 +14,7 @@ import yaml
 
 from kubemedic.model.fieldpaths import FieldPath
 from kubemedic.model.managedfields import decode_fieldsv1
-from kubemedic.sim import fieldmanaging
+from kubemedic.sim import applying
 from kubemedic.sim.errors import ApiError
 from kubemedic.sim.fieldmanaging import (
     STRIPPED_FIELDS,
@@ -189,7 +189,7 @@ def test_kubectl_edit_adding_node_name_owns_exactly_that_field(operation: str) -
     if operation == "Update":
         live = created("argocd-controller")
     else:
-        live = fieldmanaging.apply(
+        live = applying.apply(
             live=None,
             applied=web(),
             manager="argocd-controller",
@@ -313,7 +313,7 @@ def test_the_writers_time_moves_only_when_it_gains_fields() -> None:
 
 
 def test_entries_are_ordered_apply_first_then_by_time() -> None:
-    live = fieldmanaging.apply(
+    live = applying.apply(
         live=None,
         applied=web(),
         manager="zz-applier",

@@ -5,14 +5,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubemedic.sim.errors import ApiError
+from kubemedic.sim.fieldlabels import check_supported, selectable_fields
 from kubemedic.sim.selecting import (
     FieldRequirement,
     FieldSelector,
     LabelSelector,
     Requirement,
-    check_supported,
     escape_value,
-    selectable_fields,
 )
 from tests.factories import event, node, pod
 

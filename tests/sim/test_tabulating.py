@@ -4,10 +4,10 @@ from datetime import timedelta
 
 import pytest
 
+from kubemedic.sim.aging import human_duration
 from kubemedic.sim.errors import ApiError
 from kubemedic.sim.tabulating import (
     accepts_table,
-    human_duration,
     include_object_from,
     negotiate_table,
     table,

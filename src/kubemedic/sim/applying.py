@@ -1,475 +1,333 @@
-"""Structured merge over the official schema: field sets, comparisons, merging and pruning.
+"""Server-side apply: an applied configuration merged into the live object, ownership checked.
 
-This is the part of ``sigs.k8s.io/structured-merge-diff`` (v4.4, the version Kubernetes 1.32
-vendors) that server-side apply and ownership tracking stand on; :mod:`kubemedic.sim.fieldmanaging`
-keeps the books with it. Everything is decided by the *shape* of a value under its schema node:
+:func:`apply` merges the configuration into the live object. The applier owns exactly what the
+configuration names; what it applied before and omits now is pruned unless another manager
+owns it; a field that would change and belongs to another manager is a 409 conflict
+(``FieldManagerConflict`` causes, :func:`conflict_error`) unless ``force`` hands it over. Equal
+values are shared. The ``kubectl`` manager upgrades from client-side apply: conflicts over fields
+that still match the ``last-applied-configuration`` annotation are forced, and the annotation
+follows. The books are kept by :mod:`kubemedic.sim.fieldmanaging`.
 
-* scalars, atomic lists (the default ``x-kubernetes-list-type``) and atomic maps/structs
-  (``x-kubernetes-map-type: atomic``, e.g. ``LabelSelector``) are leaves: owned, compared and
-  replaced as one value;
-* structs and granular maps are walked key by key (``f:`` elements);
-* ``set`` lists are walked by value (``v:``), ``map`` lists by their ``x-kubernetes-list-map-keys``
-  (``k:``); a missing key takes the default SMD knows from the Go types (``protocol: TCP`` of
-  container and service ports) and is an error otherwise;
-* values without a schema (custom resources, unknown fields) are *deduced*: objects are walked,
-  lists are atomic.
-
-Two walks give two different sets, and the API server uses both. :func:`compare` says what a
-write added, modified or removed; a container present on one side only is itself added or
-removed (the ``"."`` markers of ``Update`` entries), and containers empty or null on both sides
-are leaves. :func:`to_fieldset` says what an applied configuration claims: leaves, list items and
-map keys, never the named struct fields leading to them (hence no ``"."`` on ``f:spec`` in
-``Apply`` entries). A key repeated in a list (tolerated in live objects since 1.27) makes the
-item one opaque leaf. Equal subtrees (by Python equality, which takes ``true`` for ``1``: no
-typed field holds both) are skipped without a walk, and so are not checked against the schema
-again: stored objects were checked when they were written.
-
-:func:`merge` lays an applied configuration over the live object (the configuration wins at
-leaves; list items keep the live order, with shared items in the configuration's order and new
-ones where the configuration puts them) and :func:`prune` removes what the applier stopped
-applying and nobody else owns, with the three passes of ``merge.Updater.prune``. Containers
-emptied by pruning are dropped, as the typed round trip drops emptied pointers, maps and lists
-(an emptied value struct would come back as ``{}``).
+The merge is structured-merge-diff's (over :mod:`kubemedic.sim.fieldsets`): :func:`merge` lays
+an applied configuration over the live object (the configuration wins at leaves; list items keep
+the live order, with shared items in the configuration's order and new ones where the
+configuration puts them) and :func:`prune` removes what the applier stopped applying and nobody
+else owns, with the three passes of ``merge.Updater.prune``. Containers emptied by pruning are
+dropped, as the typed round trip drops emptied pointers, maps and lists (an emptied value struct
+would come back as ``{}``). Configurations and live objects the schema cannot type
+(:func:`typed_errors`: a list item without its key, a repeated key in the configuration) are a
+500, as ``ObjectToTyped`` failing in the real server.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, TypeAlias
 
-from kubemedic.model.fieldpaths import ElementKind, FieldPath, PathElement
+from kubemedic.model.fieldpaths import FieldPath, PathElement
+from kubemedic.sim import errors, fieldmanaging, fieldsets
 from kubemedic.sim.schema import SchemaNode
 
+__all__ = [
+    "LAST_APPLIED",
+    "apply",
+    "conflict_error",
+    "iterate",
+    "merge",
+    "prune",
+    "remove_items",
+    "typed_errors",
+]
+
+Obj: TypeAlias = Mapping[str, Any]
 Path: TypeAlias = tuple[PathElement, ...]
-ShapeKind = Literal["leaf", "map", "set", "keyed"]
 
-#: List-map key defaults from the Go types (``+default="TCP"``), which SMD fills in when an item
-#: omits the key; the JSON schemas shipped with kubernetes-validate carry no defaults.
-KEY_DEFAULTS: Final[Mapping[tuple[str, str], object]] = {
-    ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
-    ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
-}
+LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+_EMPTIED: Final = object()
+
+# --- server-side apply -----------------------------------------------------------------------
 
 
-_NODE_INFO: Final = (
-    *("machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "architecture"),
-    *("containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion", "operatingSystem"),
-)
-_TEMPLATE: Final = {"metadata": {"creationTimestamp": None}, "spec": {"containers": None}}
-_WORKLOAD: Final = {"selector": None, "template": _TEMPLATE}
-_COUNTS: Final = ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods")
-_SCHEDULED: Final = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled")
-#: The Go zero value of each kind, serialised (beyond ``metadata.creationTimestamp: null``):
-#: non-pointer structs and fields without ``omitempty`` exist before anyone sets them.
-_ZERO: Final[Mapping[tuple[str, str], Mapping[str, Any]]] = {
-    ("", "Pod"): {"spec": {"containers": None}, "status": {}},
-    ("", "Node"): {
-        "spec": {},
-        "status": {
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
-            "nodeInfo": dict.fromkeys(_NODE_INFO, ""),
-        },
-    },
-    ("", "Namespace"): {"spec": {}, "status": {}},
-    ("", "Service"): {"spec": {}, "status": {"loadBalancer": {}}},
-    ("", "Event"): {
-        **{key: {} for key in ("involvedObject", "source")},
-        **dict.fromkeys(("firstTimestamp", "lastTimestamp", "eventTime")),
-        **dict.fromkeys(("reportingComponent", "reportingInstance"), ""),
-    },
-    ("events.k8s.io", "Event"): {
-        **{key: {} for key in ("regarding", "deprecatedSource")},
-        **dict.fromkeys(("eventTime", "deprecatedFirstTimestamp", "deprecatedLastTimestamp")),
-    },
-    ("apps", "Deployment"): {"spec": {**_WORKLOAD, "strategy": {}}, "status": {}},
-    ("apps", "ReplicaSet"): {"spec": _WORKLOAD, "status": {"replicas": 0}},
-    ("apps", "StatefulSet"): {
-        "spec": {**_WORKLOAD, "serviceName": "", "updateStrategy": {}},
-        "status": {"replicas": 0},
-    },
-    ("apps", "DaemonSet"): {
-        "spec": {**_WORKLOAD, "updateStrategy": {}},
-        "status": dict.fromkeys((*_SCHEDULED, "numberReady"), 0),
-    },
-    ("policy", "PodDisruptionBudget"): {"spec": {}, "status": dict.fromkeys(_COUNTS, 0)},
-    ("coordination.k8s.io", "Lease"): {"spec": {}},
-}
+def apply(
+    *,
+    live: Obj | None,
+    applied: Obj,
+    manager: str,
+    force: bool,
+    subresource: str = "",
+    time: str,
+    api_version: str,
+    schema: SchemaNode | None,
+    kind: str | None = None,
+    reset: Collection[FieldPath] | None = None,
+) -> dict[str, Any]:
+    """Server-side apply of ``applied`` by ``manager`` onto ``live`` (``None``: a create).
 
-
-def typed_zero(*, group: str, kind: str, schema: SchemaNode | None) -> dict[str, Any]:
-    """The Go zero value of a kind as JSON (what the API server compares a create with, and
-    applies a first configuration to); ``{}`` for schemaless (unstructured) kinds."""
-    if schema is None:
-        return {}
-    zero = copy.deepcopy(dict(_ZERO.get((group, kind), {})))
-    return {"metadata": {"creationTimestamp": None}, **zero}
-
-
-class _Absent:
-    """A value missing from its parent, as opposed to an explicit ``null``."""
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Final = _Absent()
-_EMPTIED: Final = _Absent()
-_FIELDS: dict[str, PathElement] = {}
-
-
-def _field(name: str) -> PathElement:
-    element = _FIELDS.get(name)
-    if element is None:
-        element = _FIELDS[name] = PathElement.field(name)
-    return element
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """How a value is walked: as a leaf, a map (struct or granular map) or a keyed/set list."""
-
-    kind: ShapeKind
-    node: SchemaNode | None = None  # the map's node, or the list's item node
-    keys: tuple[str, ...] = ()
-
-    def child(self, name: str) -> tuple[SchemaNode | None, bool]:
-        """The node of a map entry and whether it is a named struct field."""
-        node = self.node
-        if node is None:
-            return None, False
-        if node.kind == "struct":
-            named = node.field(name)
-            if named is not None:
-                return named, True
-        return node.values, False
-
-
-_LEAF: Final = Shape("leaf")
-_UNTYPED_MAP: Final = Shape("map")
-
-
-def shape_of(node: SchemaNode | None, value: Any) -> Shape:
-    """The shape of ``value`` under ``node``; ``null`` takes its container's shape (empty)."""
-    is_map = value is None or isinstance(value, dict)
-    if node is None or node.kind == "any":
-        return _UNTYPED_MAP if is_map else _LEAF
-    kind = node.kind
-    if kind in ("struct", "map"):
-        return Shape("map", node) if is_map and node.map_type != "atomic" else _LEAF
-    if kind == "list" and (value is None or isinstance(value, list)):
-        if node.list_type == "map":
-            return Shape("keyed", node.items, node.list_map_keys)
-        if node.list_type == "set":
-            return Shape("set", node.items)
-    return _LEAF
-
-
-class TypedError(ValueError):
-    """A value does not fit its schema (SMD's ``ValidationError``), e.g. an item without its key."""
-
-    def __init__(self, path: Path, message: str) -> None:
-        self.path = FieldPath(path)
-        self.message = message
-        super().__init__(f"{smd_path(path)}: {message}" if path else message)
-
-
-def item_element(shape: Shape, item: Any, *, index: int, path: Path) -> PathElement:
-    """The ``k:``/``v:`` element naming a list item (``listItemToPathElement``)."""
-    if shape.kind == "set":
-        if isinstance(item, dict):
-            reason = "associative list without keys has an element that's a map type"
-        elif isinstance(item, list):
-            reason = "not supported: associative list with lists as elements"
-        elif item is None:
-            reason = "associative list without keys has an element that's an explicit null"
-        else:
-            return PathElement.value(item)
-    elif item is None:
-        reason = "associative list with keys may not have a null element"
-    elif not isinstance(item, dict):
-        reason = "associative list with keys may not have non-map elements"
+    Returns the new object with its managedFields; raises :class:`~kubemedic.sim.errors.ApiError`
+    as the API server answers: 409 for conflicts, 400 for a configuration of another kind than
+    ``kind`` (default: the live object's) or one carrying managedFields, 500 for one the schema
+    cannot type (a list item without its key).
+    """
+    group = api_version.rpartition("/")[0]
+    kind = kind or str((live or applied).get("kind") or "")
+    if live is not None:
+        live_obj = fieldmanaging.without_managed_fields(live)
     else:
-        pairs: list[tuple[str, object]] = []
-        type_name = str(shape.node.type_name if shape.node is not None else None)
-        for key in shape.keys:
-            if key in item:
-                pairs.append((key, item[key]))
-            elif (type_name, key) in KEY_DEFAULTS:
-                pairs.append((key, KEY_DEFAULTS[(type_name, key)]))
-            else:
-                reason = (
-                    f"associative list with keys has an element that omits key field "
-                    f"{go_quote(key)} (and doesn't have default value)"
-                )
-                break
-        else:
-            return PathElement.key(pairs)
-    raise TypedError(path, f"element {index}: {reason}")
-
-
-def field_path(elements: Path) -> FieldPath:
-    """A :class:`FieldPath` of elements known to be valid, without checking them again (the
-    walks here produce thousands per write)."""
-    path = object.__new__(FieldPath)
-    object.__setattr__(path, "elements", elements)
-    return path
-
-
-def _elements(shape: Shape, items: list[Any], path: Path) -> list[PathElement]:
-    return [item_element(shape, item, index=i, path=path) for i, item in enumerate(items)]
-
-
-# --- field sets ------------------------------------------------------------------------------
-
-
-def to_fieldset(value: Any, node: SchemaNode | None) -> set[FieldPath]:
-    """``TypedValue.ToFieldSet``: what an applied configuration claims (see module docs)."""
-    out: set[Path] = set()
-    _collect(value, node, (), out)
-    out.discard(())
-    return {field_path(path) for path in out}
-
-
-def _collect(value: Any, node: SchemaNode | None, path: Path, out: set[Path]) -> None:
-    shape = shape_of(node, value)
-    if shape.kind == "leaf":
-        out.add(path)
-    elif shape.kind == "map":
-        for name, item in (value or {}).items():
-            child, named = shape.child(name)
-            child_path = (*path, _field(name))
-            _collect(item, child, child_path, out)
-            if not named:
-                out.add(child_path)
-    elif value:
-        elements = _elements(shape, value, path)
-        seen: set[PathElement] = set()
-        duplicates: set[PathElement] = set()
-        for pe in elements:
-            (duplicates if pe in seen else seen).add(pe)
-        for pe, item in zip(elements, value, strict=True):
-            if pe not in duplicates:
-                _collect(item, shape.node, (*path, pe), out)
-            out.add((*path, pe))
-
-
-def ensure_named(paths: Iterable[FieldPath], node: SchemaNode | None) -> set[FieldPath]:
-    """``Set.EnsureNamedFieldsAreMembers``: add every named struct field leading to a member."""
-    out = set(paths)
-    steps: dict[Path, tuple[SchemaNode | None, bool]] = {}
-    for path in list(out):
-        current = node
-        for depth in range(1, len(path)):
-            prefix = path.elements[:depth]
-            step = steps.get(prefix)
-            if step is None:
-                step = steps[prefix] = _step(current, prefix[-1])
-            current, named = step
-            if named:
-                out.add(field_path(prefix))
-    return out
-
-
-def _step(node: SchemaNode | None, element: PathElement) -> tuple[SchemaNode | None, bool]:
-    if node is None:
-        return None, False
-    if element.kind is ElementKind.FIELD and node.kind in ("struct", "map"):
-        return Shape("map", node).child(element.field_name)
-    if element.kind is ElementKind.KEY and node.kind == "list":
-        return node.items, False
-    return None, False
-
-
-def recursive_difference(
-    paths: Iterable[FieldPath], prefixes: Iterable[FieldPath]
-) -> set[FieldPath]:
-    """The paths that neither are nor descend from one of ``prefixes``."""
-    cut = {prefix.elements for prefix in prefixes if prefix}
-    if not cut:
-        return set(paths)
-    heads, depth = {c[0].data for c in cut}, max(map(len, cut))  # .data: a cheap pre-filter
-    return {
-        p
-        for p in paths
-        if not (
-            p.elements
-            and p.elements[0].data in heads
-            and any(p.elements[:i] in cut for i in range(1, min(len(p), depth) + 1))
+        live_obj = fieldsets.typed_zero(group=group, kind=kind, schema=schema)
+    try:
+        managed = fieldmanaging.decode_stored(_meta(live).get("managedFields"))
+    except fieldmanaging.ManagedFieldsDecodeError as err:
+        raise _server_error(f"failed to decode managed fields: {err}") from None
+    if applied.get("apiVersion") != api_version or applied.get("kind") != kind:
+        raise errors.bad_request(f"invalid object type: {_gvk(applied)}")
+    if reset is None:
+        reset = fieldmanaging.reset_fields(
+            group=group, kind=kind, schema=schema, subresource=subresource
         )
-    }
+    writer = fieldmanaging.Identity.of(manager or "unknown", "Apply", api_version, subresource)
+    context = _Applying(live_obj, applied, writer, schema, time, reset)
+    try:
+        result, managed = context.run(managed, force=force)
+    except fieldmanaging.Conflicts as err:
+        remaining = err.conflicts
+        allowed = _allowed_by_last_applied(live_obj, schema, api_version)
+        if manager == "kubectl" and allowed is not None:
+            remaining = {i: set(p) - allowed for i, p in remaining.items() if set(p) - allowed}
+            if not remaining:
+                result, managed = context.run(managed, force=True)
+        if remaining:
+            raise conflict_error(remaining) from None
+    meta = result.get("metadata")
+    if not isinstance(meta, dict):
+        meta = result["metadata"] = {}
+    annotations = meta.get("annotations")
+    if manager == "kubectl" and isinstance(annotations, dict) and annotations.get(LAST_APPLIED):
+        annotations[LAST_APPLIED] = _last_applied(applied)
+    meta.pop("managedFields", None)
+    if managed:
+        meta["managedFields"] = fieldmanaging.encode_managed(managed)
+    return result
 
 
-# --- comparison ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Applying:
+    """One apply below ``lastAppliedManager``, which may repeat it with ``force``."""
+
+    live: dict[str, Any]
+    applied: Obj
+    writer: fieldmanaging.Identity
+    schema: SchemaNode | None
+    time: str
+    ignored: Collection[FieldPath]
+
+    def run(
+        self, managed_in: fieldmanaging.Managed, *, force: bool
+    ) -> tuple[dict[str, Any], fieldmanaging.Managed]:
+        managed = dict(managed_in)
+        live, applied, schema, writer = self.live, self.applied, self.schema, self.writer
+        version = str(applied.get("apiVersion"))
+        if not managed:  # skipNonApplied: what exists was set before the first apply
+            first = fieldmanaging.Identity.of(
+                "before-first-apply", "Update", version, writer.subresource
+            )
+            group, kind = version.rpartition("/")[0], str(applied.get("kind") or "")
+            zero = fieldsets.typed_zero(group=group, kind=kind, schema=schema)
+            try:
+                fieldmanaging.record_update(
+                    managed,
+                    zero,
+                    live,
+                    writer=first,
+                    schema=schema,
+                    time=self.time,
+                    ignored=self.ignored,
+                )
+            except fieldsets.TypedError as err:
+                raise _server_error(
+                    f"failed to create manager for existing fields: {err}"
+                ) from None
+        if isinstance(_meta(applied).get("managedFields"), list):
+            raise errors.bad_request("metadata.managedFields must be nil")
+        self._check_typed(applied, "patch", duplicates=False)
+        self._check_typed(live, "live", duplicates=True)
+        merged = merge(live, applied, schema)
+        last = managed.get(writer)
+        claimed = fieldsets.recursive_difference(
+            fieldsets.to_fieldset(applied, schema), self.ignored
+        )
+        managed[writer] = fieldmanaging.Entry(
+            frozenset(claimed), version, True, last.time if last else None
+        )
+        owned = set().union(*(entry.fields for entry in managed.values()))
+        last_set = last.fields if last else frozenset()
+        merged = prune(merged, last_applied=last_set, owned=owned, node=schema)
+        comparison = fieldsets.compare(live, merged, schema)
+        fieldmanaging.update_managers(
+            managed, comparison, writer=writer, ignored=self.ignored, force=force
+        )
+        entry = managed.pop(writer, None)
+        noop = fieldsets.json_equal(live, merged)
+        if entry is not None and entry.fields - fieldmanaging.STRIPPED_FIELDS:
+            time = entry.time if noop else self.time  # a no-op keeps the applier's time
+            managed[writer] = entry.changed(
+                fields=entry.fields - fieldmanaging.STRIPPED_FIELDS, time=time
+            )
+        return (copy.deepcopy(live) if noop else merged), managed
+
+    def _check_typed(self, obj: Obj, which: str, *, duplicates: bool) -> None:
+        problems = typed_errors(obj, self.schema, duplicates=duplicates)
+        if problems:
+            text = str(problems[0])
+            if len(problems) > 1:
+                text = "\n".join(["errors:", *(f"  {p}" for p in problems)])
+            meta = _meta(obj)
+            where = f"{meta.get('namespace', '')}/{meta.get('name', '')}; {_gvk(obj)}"
+            raise _server_error(f"failed to create typed {which} object ({where}): {text}")
 
 
-@dataclass
-class Comparison:
-    """``typed.Comparison``: paths added, modified and removed between two objects."""
-
-    added: set[FieldPath] = field(default_factory=set)
-    modified: set[FieldPath] = field(default_factory=set)
-    removed: set[FieldPath] = field(default_factory=set)
-
-    def excluding(self, prefixes: Iterable[FieldPath]) -> Comparison:
-        cut = list(prefixes)
-        if not cut:
-            return self
-        return Comparison(*(recursive_difference(s, cut) for s in self.sets()))
-
-    def sets(self) -> tuple[set[FieldPath], set[FieldPath], set[FieldPath]]:
-        return self.added, self.modified, self.removed
-
-
-def compare(lhs: Any, rhs: Any, node: SchemaNode | None) -> Comparison:
-    """``TypedValue.Compare``; either side may be :data:`ABSENT` (a creation or a deletion)."""
-    raw: tuple[set[Path], set[Path], set[Path]] = (set(), set(), set())
-    _compare(lhs, rhs, node, (), raw)
-    return Comparison(*({field_path(p) for p in paths if p} for paths in raw))
-
-
-def _compare(
-    lhs: Any, rhs: Any, node: SchemaNode | None, path: Path, c: tuple[set[Path], ...]
-) -> None:
-    if lhs is not ABSENT and rhs is not ABSENT and (lhs is rhs or lhs == rhs):
-        return
-    left = None if lhs is ABSENT else shape_of(node, lhs)
-    right = None if rhs is ABSENT else shape_of(node, rhs)
-    shape = right or left
-    if shape is None:
-        return
-    if left is not None and right is not None and left.kind != right.kind:
-        shape = _LEAF  # a deduced value changed its kind: one modified leaf
-    added, modified, removed = c
-    if shape.kind == "leaf" or (_empty(lhs) and _empty(rhs)):  # empty/null both: a leaf
-        if lhs is ABSENT:
-            added.add(path)
-        elif rhs is ABSENT:
-            removed.add(path)
-        elif not json_equal(lhs, rhs):
-            modified.add(path)
-        return
-    if shape.kind == "map":
-        lmap = lhs if isinstance(lhs, dict) else {}
-        rmap = rhs if isinstance(rhs, dict) else {}
-        for name in dict.fromkeys([*lmap, *rmap]):
-            child, _ = shape.child(name)
-            lchild, rchild = lmap.get(name, ABSENT), rmap.get(name, ABSENT)
-            _compare(lchild, rchild, child, (*path, _field(name)), c)
+def conflict_error(
+    conflicts: Mapping[fieldmanaging.Identity, Collection[FieldPath]],
+) -> errors.ApiError:
+    """409 as ``NewConflictError``: one cause per field, managers in identifier order."""
+    lines: list[str] = []
+    causes: list[errors.Cause] = []
+    for identity in sorted(conflicts, key=lambda i: i.key):
+        lines.append(f"conflicts with {identity.describe()}:")
+        for path in iterate(conflicts[identity]):
+            field = fieldsets.smd_path(path)
+            lines.append(f"- {field}")
+            reason = "FieldManagerConflict"
+            causes.append(errors.Cause(reason, f"conflict with {identity.describe()}", field))
+    if len(causes) == 1:
+        message = f"Apply failed with 1 conflict: {causes[0].message}: {causes[0].field}"
     else:
-        _compare_items(shape, lhs, rhs, path, c)
-    if lhs is ABSENT:
-        added.add(path)
-    elif rhs is ABSENT:
-        removed.add(path)
+        message = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
+    return errors.ApiError(409, "Conflict", message, causes=tuple(causes))
 
 
-def _empty(value: Any) -> bool:
-    return value is ABSENT or not value
+def _allowed_by_last_applied(
+    live: Obj, schema: SchemaNode | None, api_version: str
+) -> set[FieldPath] | None:
+    """Fields the client-side ``last-applied-configuration`` claims and the live object still
+    matches (``lastAppliedManager``), or None without a usable annotation."""
+    annotations = _meta(live).get("annotations")
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, Mapping) else None
+    try:
+        last = json.loads(text) if isinstance(text, str) else None
+        if not isinstance(last, dict) or last.get("apiVersion") != api_version:
+            return None
+        claimed = fieldsets.to_fieldset(last, schema)
+        differ = fieldsets.compare(last, live, schema)
+    except (ValueError, fieldsets.TypedError):
+        return None
+    return claimed - differ.modified - differ.added - differ.removed
 
 
-def _index(shape: Shape, items: Any, path: Path) -> dict[PathElement, list[Any]]:
-    index: dict[PathElement, list[Any]] = {}
-    if isinstance(items, list):
-        for pe, item in zip(_elements(shape, items, path), items, strict=True):
-            index.setdefault(pe, []).append(item)
-    return index
+def _last_applied(applied: Obj) -> str:
+    """The annotation ``lastAppliedUpdater`` writes: the configuration without the annotation,
+    as Go's JSON encoder prints an unstructured object (sorted keys, HTML escaped, newline)."""
+    obj = copy.deepcopy(dict(applied))
+    annotations = _meta(obj).get("annotations")
+    if isinstance(annotations, dict):
+        annotations.pop(LAST_APPLIED, None)
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char in "<>&\u2028\u2029":
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return text + "\n"
 
 
-def _compare_items(shape: Shape, lhs: Any, rhs: Any, path: Path, c: tuple[set[Path], ...]) -> None:
-    left, right = _index(shape, lhs, path), _index(shape, rhs, path)
-    for pe in dict.fromkeys([*left, *right]):
-        litems, ritems = left.get(pe, []), right.get(pe, [])
-        item_path = (*path, pe)
-        if len(litems) <= 1 and len(ritems) <= 1:
-            lchild = litems[0] if litems else ABSENT
-            _compare(lchild, ritems[0] if ritems else ABSENT, shape.node, item_path, c)
-        elif len(litems) >= 2 and len(ritems) >= 2:
-            if not json_equal(litems, ritems):
-                c[1].add(item_path)
-        elif len(litems) >= 2:  # duplicates resolved: the items are new, the marker goes
-            if ritems:
-                _compare(ABSENT, ritems[0], shape.node, item_path, c)
-            c[2].add(item_path)
-        else:  # new duplicates: the old item goes, the opaque marker comes
-            if litems:
-                _compare(litems[0], ABSENT, shape.node, item_path, c)
-            c[0].add(item_path)
+def _gvk(obj: Obj) -> str:
+    """``GroupVersionKind.String``: ``apps/v1, Kind=Deployment``, ``/v1, Kind=Pod``."""
+    group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
+    return f"{group}/{version}, Kind={obj.get('kind') or ''}"
 
 
-def json_equal(a: Any, b: Any) -> bool:
-    """JSON equality as SMD's ``value.Equals``: ``1 == 1.0`` but ``true != 1``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and bool(a == b)
+def _server_error(message: str) -> errors.ApiError:
+    """A plain Go error reaching the handler: 500 with no reason (``StatusReasonUnknown``)."""
+    return errors.ApiError(500, "", message)
 
 
-def typed_errors(value: Any, node: SchemaNode | None, *, duplicates: bool) -> list[TypedError]:
+# --- what the schema cannot type -------------------------------------------------------------
+
+
+def typed_errors(
+    value: Any, node: SchemaNode | None, *, duplicates: bool
+) -> list[fieldsets.TypedError]:
     """List items the schema cannot name (missing keys, wrong kinds) and, unless allowed,
     repeated keys: what ``ObjectToTyped`` rejects."""
-    errors: list[TypedError] = []
-    _validate(value, node, (), errors, duplicates=duplicates)
-    return errors
+    problems: list[fieldsets.TypedError] = []
+    _validate(value, node, (), problems, duplicates=duplicates)
+    return problems
 
 
 def _validate(
-    value: Any, node: SchemaNode | None, path: Path, out: list[TypedError], *, duplicates: bool
+    value: Any,
+    node: SchemaNode | None,
+    path: Path,
+    out: list[fieldsets.TypedError],
+    *,
+    duplicates: bool,
 ) -> None:
-    shape = shape_of(node, value)
+    shape = fieldsets.shape_of(node, value)
     if shape.kind == "map":
         for name, item in (value or {}).items():
             child, _ = shape.child(name)
-            _validate(item, child, (*path, _field(name)), out, duplicates=duplicates)
+            _validate(
+                item, child, (*path, fieldsets.field_element(name)), out, duplicates=duplicates
+            )
     elif shape.kind != "leaf" and value:
         seen: set[PathElement] = set()
         for i, item in enumerate(value):
             try:
-                pe = item_element(shape, item, index=i, path=path)
-            except TypedError as err:
+                pe = fieldsets.item_element(shape, item, index=i, path=path)
+            except fieldsets.TypedError as err:
                 out.append(err)
                 return
             if pe in seen and not duplicates:
-                out.append(TypedError(path, f"duplicate entries for key {smd_path((pe,))}"))
+                out.append(
+                    fieldsets.TypedError(
+                        path, f"duplicate entries for key {fieldsets.smd_path((pe,))}"
+                    )
+                )
             seen.add(pe)
             _validate(item, shape.node, (*path, pe), out, duplicates=duplicates)
 
 
-# --- merge and prune ---------------------------------------------------------------------------
+# --- merge and prune -------------------------------------------------------------------------
 
 
 def merge(lhs: Any, rhs: Any, node: SchemaNode | None) -> Any:
     """``TypedValue.Merge``: ``rhs`` (the applied configuration) laid over ``lhs`` (live)."""
-    if rhs is ABSENT:
+    if rhs is fieldsets.ABSENT:
         return copy.deepcopy(lhs)
-    if lhs is ABSENT:
+    if lhs is fieldsets.ABSENT:
         return copy.deepcopy(rhs)
-    left, right = shape_of(node, lhs), shape_of(node, rhs)
+    left, right = fieldsets.shape_of(node, lhs), fieldsets.shape_of(node, rhs)
     if left.kind != right.kind or right.kind == "leaf" or (not lhs and not rhs):
         return copy.deepcopy(rhs)
     if right.kind == "map":
         lmap, rmap = lhs or {}, rhs or {}
         return {
-            name: merge(lmap.get(name, ABSENT), rmap.get(name, ABSENT), right.child(name)[0])
+            name: merge(
+                lmap.get(name, fieldsets.ABSENT),
+                rmap.get(name, fieldsets.ABSENT),
+                right.child(name)[0],
+            )
             for name in dict.fromkeys([*lmap, *rmap])
         }
     return _merge_items(right, lhs or [], rhs or [])
 
 
-def _merge_items(shape: Shape, lhs: list[Any], rhs: list[Any]) -> list[Any]:
+def _merge_items(shape: fieldsets.Shape, lhs: list[Any], rhs: list[Any]) -> list[Any]:
     """The list order of SMD's ``mergingWalker.visitListItems``."""
-    rpes, lpes = _elements(shape, rhs, ()), _elements(shape, lhs, ())
+    rpes, lpes = fieldsets.item_elements(shape, rhs, ()), fieldsets.item_elements(shape, lhs, ())
     robserved = dict(zip(rpes, rhs, strict=True))
     lobserved: dict[PathElement, Any] = {}
     for pe, value in zip(lpes, lhs, strict=True):
-        lobserved[pe] = ABSENT if pe in lobserved else value  # duplicates do not merge
+        lobserved[pe] = fieldsets.ABSENT if pe in lobserved else value  # duplicates do not merge
     shared = iter([pe for pe in rpes if pe in lobserved])
     next_shared = next(shared, None)
     merged_rhs: set[PathElement] = set()
@@ -490,7 +348,7 @@ def _merge_items(shape: Shape, lhs: list[Any], rhs: list[Any]) -> list[Any]:
         if li < len(lpes):
             pe = lpes[li]
             if pe not in robserved:
-                out.append(merge(lhs[li], ABSENT, shape.node))
+                out.append(merge(lhs[li], fieldsets.ABSENT, shape.node))
                 li += 1
                 continue
             if pe in merged_rhs:
@@ -499,7 +357,7 @@ def _merge_items(shape: Shape, lhs: list[Any], rhs: list[Any]) -> list[Any]:
         if ri < len(rpes):
             pe = rpes[ri]
             merged_rhs.add(pe)
-            out.append(merge(lobserved.get(pe, ABSENT), robserved[pe], shape.node))
+            out.append(merge(lobserved.get(pe, fieldsets.ABSENT), robserved[pe], shape.node))
             ri += 1
             if next_shared == pe:
                 next_shared = next(shared, None)
@@ -525,7 +383,7 @@ class _Trie:
     def iterate(self, prefix: Path = ()) -> Iterator[FieldPath]:
         """``Set.Iterate`` order: this level's members, then each child's subtree, sorted."""
         for element in sorted(self.members):
-            yield field_path((*prefix, element))
+            yield fieldsets.field_path((*prefix, element))
         for element in sorted(self.children):
             yield from self.children[element].iterate((*prefix, element))
 
@@ -542,7 +400,7 @@ def remove_items(value: Any, paths: Iterable[FieldPath], node: SchemaNode | None
 
 
 def _remove(value: Any, node: SchemaNode | None, trie: _Trie) -> Any:
-    shape = shape_of(node, value)
+    shape = fieldsets.shape_of(node, value)
     if shape.kind == "leaf":
         return _EMPTIED if isinstance(value, dict | list) else value
     if not value:
@@ -550,11 +408,11 @@ def _remove(value: Any, node: SchemaNode | None, trie: _Trie) -> Any:
     if shape.kind == "map":
         out_map: dict[str, Any] = {}
         for name, item in value.items():
-            kept = _remove_child(item, _field(name), shape.child(name)[0], trie)
+            kept = _remove_child(item, fieldsets.field_element(name), shape.child(name)[0], trie)
             if kept is not _EMPTIED:
                 out_map[name] = kept
         return out_map or _EMPTIED
-    elements = _elements(shape, value, ())
+    elements = fieldsets.item_elements(shape, value, ())
     pairs = zip(elements, value, strict=True)
     out_list = [_remove_child(item, pe, shape.node, trie) for pe, item in pairs]
     return [item for item in out_list if item is not _EMPTIED] or _EMPTIED
@@ -576,68 +434,19 @@ def prune(
 ) -> Any:
     """``Updater.prune``: drop what the applier applied last time and no longer applies, unless
     some manager (the applier's new configuration included, in ``owned``) still owns it."""
-    last = ensure_named(last_applied, node)
+    last = fieldsets.ensure_named(last_applied, node)
     if not last:
         return merged
     pruned = remove_items(merged, last, node)
-    merged_set = ensure_named(to_fieldset(merged, node), node)
-    pruned_set = ensure_named(to_fieldset(pruned, node), node)
-    pruned = remove_items(merged, merged_set - pruned_set - ensure_named(owned, node), node)
-    pruned_set = ensure_named(to_fieldset(pruned, node), node)
+    merged_set = fieldsets.ensure_named(fieldsets.to_fieldset(merged, node), node)
+    pruned_set = fieldsets.ensure_named(fieldsets.to_fieldset(pruned, node), node)
+    pruned = remove_items(
+        merged, merged_set - pruned_set - fieldsets.ensure_named(owned, node), node
+    )
+    pruned_set = fieldsets.ensure_named(fieldsets.to_fieldset(pruned, node), node)
     return remove_items(merged, (merged_set - pruned_set) & last, node)
 
 
-# --- text as the API server writes it ----------------------------------------------------------
-
-_GO_ESCAPES: Final = {c: "\\" + e for c, e in zip('\a\b\f\n\r\t\v\\"', 'abfnrtv\\"', strict=True)}
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q``: a double-quoted string with Go escapes for unprintable characters."""
-    out = ['"']
-    for char in text:
-        if char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        else:
-            code = ord(char)
-            out.append(
-                f"\\x{code:02x}"
-                if code < 0x80
-                else f"\\u{code:04x}"
-                if code < 0x10000
-                else f"\\U{code:08x}"
-            )
-    return "".join([*out, '"'])
-
-
-def _go_value(value: object) -> str:
-    """SMD's ``value.ToString``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return go_quote(value)
-    if isinstance(value, list):
-        return "[" + ",".join(_go_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}={_go_value(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value)
-
-
-def smd_path(path: Iterable[PathElement]) -> str:
-    """``fieldpath.Path.String``: ``.spec.containers[name="app"].ports[containerPort=80,...]``."""
-    parts: list[str] = []
-    for element in path:
-        if element.kind is ElementKind.FIELD:
-            parts.append("." + element.field_name)
-        elif element.kind is ElementKind.KEY:
-            keys = ",".join(f"{n}={_go_value(v)}" for n, v in element.key_fields)
-            parts.append(f"[{keys}]")
-        elif element.kind is ElementKind.VALUE:
-            parts.append(f"[={_go_value(element.set_value)}]")
-        else:
-            parts.append(f"[{element.list_index}]")
-    return "".join(parts)
+def _meta(obj: Obj | None) -> Obj:
+    meta = obj.get("metadata") if obj is not None else None
+    return meta if isinstance(meta, Mapping) else {}

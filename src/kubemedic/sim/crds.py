@@ -17,13 +17,10 @@ from them (``pkg/registry/customresource/tableconvertor``): ``Name`` first, then
 described by its ``description`` or by its JSONPath. Columns with a ``priority`` above 0
 (``Desired``) appear only with ``-o wide``.
 
-The schemas describe the main fields with their real types (``clusterName``, ``bootstrap``,
-``infrastructureRef``, ``providerID``, ``nodeRef``, ``phase``, ``replicas``, ``selector``,
-``template``...) and keep ``x-kubernetes-preserve-unknown-fields`` on ``spec`` and ``status``,
-so fields of other CAPI releases survive a write instead of being pruned. Only ``v1beta1`` is
-listed (the real CRDs also carry unserved old versions and a conversion webhook, which nothing
-here can call). The objects are what ``kubectl get crd -o json`` shows once the CRD is
-established, including ``status``; the server adds uid, resourceVersion and timestamps.
+The schemas are :mod:`kubemedic.sim.crd_schemas`'. Only ``v1beta1`` is listed (the real CRDs
+also carry unserved old versions and a conversion webhook, which nothing here can call). The
+objects are what ``kubectl get crd -o json`` shows once the CRD is established, including
+``status``; the server adds uid, resourceVersion and timestamps.
 """
 
 from __future__ import annotations
@@ -31,6 +28,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from typing import Any, Final
+
+from kubemedic.sim import crd_schemas
 
 __all__ = [
     "GROUP",
@@ -43,7 +42,7 @@ __all__ = [
 GROUP: Final = "cluster.x-k8s.io"
 VERSION: Final = "v1beta1"
 
-Schema = dict[str, Any]
+Schema = crd_schemas.Schema
 
 NAME_DESCRIPTION: Final = (
     "Name must be unique within a namespace. Is required when creating resources, although some "
@@ -68,227 +67,6 @@ _CLUSTERCTL_LABELS: Final = {
     "clusterctl.cluster.x-k8s.io": "",
 }
 """What ``clusterctl init`` labels every component of the core provider with."""
-
-
-# Schemas: the main fields with their real types -------------------------------------------
-
-_SCALARS: Final[Mapping[str, Schema]] = {
-    "string": {"type": "string"},
-    "int32": {"format": "int32", "type": "integer"},
-    "int64": {"format": "int64", "type": "integer"},
-    "boolean": {"type": "boolean"},
-    "date-time": {"format": "date-time", "type": "string"},
-    "int-or-string": {
-        "anyOf": [{"type": "integer"}, {"type": "string"}],
-        "x-kubernetes-int-or-string": True,
-    },
-}
-
-Field = str | Schema
-"""A scalar's name in ``_SCALARS``, or a schema."""
-
-
-def _object(
-    fields: Mapping[str, Field],
-    *,
-    description: str | None = None,
-    required: tuple[str, ...] = (),
-    keep_unknown: bool = False,
-    atomic: bool = False,
-) -> Schema:
-    """An object schema. ``keep_unknown``: fields the schema does not list survive (see the
-    module docstring); ``atomic``: server-side apply owns the object as a whole."""
-    schema: Schema = {} if description is None else {"description": description}
-    schema["properties"] = {
-        name: dict(_SCALARS[field]) if isinstance(field, str) else field
-        for name, field in sorted(fields.items())
-    }
-    if required:
-        schema["required"] = list(required)
-    schema["type"] = "object"
-    if atomic:
-        schema["x-kubernetes-map-type"] = "atomic"
-    if keep_unknown:
-        schema["x-kubernetes-preserve-unknown-fields"] = True
-    return schema
-
-
-def _array(items: Field, *, atomic: bool = False) -> Schema:
-    schema: Schema = {"items": dict(_SCALARS[items]) if isinstance(items, str) else items}
-    schema["type"] = "array"
-    if atomic:
-        schema["x-kubernetes-list-type"] = "atomic"
-    return schema
-
-
-def _enum(*values: str) -> Schema:
-    return {"enum": list(values), "type": "string"}
-
-
-_STRING_MAP: Final = {"additionalProperties": {"type": "string"}, "type": "object"}
-_CLUSTER_NAME: Final = {"maxLength": 63, "minLength": 1, "type": "string"}
-_DELETE_POLICY: Final = _enum("Random", "Newest", "Oldest")
-
-
-def _object_ref() -> Schema:
-    keys = ("apiVersion", "fieldPath", "kind", "name", "namespace", "resourceVersion", "uid")
-    return _object(dict.fromkeys(keys, "string"), atomic=True)
-
-
-def _label_selector() -> Schema:
-    requirement = _object(
-        {"key": "string", "operator": "string", "values": _array("string", atomic=True)},
-        required=("key", "operator"),
-    )
-    return _object(
-        {"matchExpressions": _array(requirement, atomic=True), "matchLabels": _STRING_MAP},
-        atomic=True,
-    )
-
-
-def _conditions() -> Schema:
-    """CAPI's v1beta1 ``Conditions`` (with ``severity``; not ``metav1.Condition``)."""
-    fields = ("message", "reason", "severity", "status", "type")
-    condition = _object(
-        {"lastTransitionTime": "date-time", **dict.fromkeys(fields, "string")},
-        required=("lastTransitionTime", "status", "type"),
-    )
-    return _array(condition)
-
-
-def _machine_spec(description: str) -> Schema:
-    bootstrap = _object({"configRef": _object_ref(), "dataSecretName": "string"})
-    durations = ("nodeDeletionTimeout", "nodeDrainTimeout", "nodeVolumeDetachTimeout")
-    return _object(
-        {
-            "bootstrap": bootstrap,
-            "clusterName": _CLUSTER_NAME,
-            "failureDomain": "string",
-            "infrastructureRef": _object_ref(),
-            "providerID": "string",
-            "version": "string",
-            **dict.fromkeys(durations, "string"),
-        },
-        description=description,
-        required=("bootstrap", "clusterName", "infrastructureRef"),
-        keep_unknown=True,
-    )
-
-
-def _machine_status() -> Schema:
-    address = _object({"address": "string", "type": "string"}, required=("address", "type"))
-    return _object(
-        {
-            "addresses": _array(address),
-            "bootstrapReady": "boolean",
-            "certificatesExpiryDate": "date-time",
-            "conditions": _conditions(),
-            "failureMessage": "string",
-            "failureReason": "string",
-            "infrastructureReady": "boolean",
-            "lastUpdated": "date-time",
-            "nodeInfo": _object({}, keep_unknown=True),
-            "nodeRef": _object_ref(),
-            "observedGeneration": "int64",
-            "phase": "string",
-        },
-        description="MachineStatus defines the observed state of Machine.",
-        keep_unknown=True,
-    )
-
-
-def _replica_spec(kind: str, extra: Mapping[str, Field], *, required: tuple[str, ...]) -> Schema:
-    template = _object(
-        {
-            "metadata": _object({"annotations": _STRING_MAP, "labels": _STRING_MAP}),
-            "spec": _machine_spec("MachineSpec defines the desired state of Machine."),
-        }
-    )
-    return _object(
-        {
-            "clusterName": _CLUSTER_NAME,
-            "minReadySeconds": "int32",
-            "replicas": "int32",
-            "selector": _label_selector(),
-            "template": template,
-            **extra,
-        },
-        description=f"{kind}Spec defines the desired state of {kind}.",
-        required=required,
-        keep_unknown=True,
-    )
-
-
-def _replica_status(kind: str, extra: Mapping[str, Field]) -> Schema:
-    counts = ("availableReplicas", "readyReplicas", "replicas")
-    return _object(
-        {
-            "conditions": _conditions(),
-            "observedGeneration": "int64",
-            # The label selector as a string: what the scale subresource reports.
-            "selector": "string",
-            **dict.fromkeys(counts, "int32"),
-            **extra,
-        },
-        description=f"{kind}Status defines the observed state of {kind}.",
-        keep_unknown=True,
-    )
-
-
-def _root(kind: str, *, spec: Schema, status: Schema) -> Schema:
-    return _object(
-        {
-            "apiVersion": "string",
-            "kind": "string",
-            "metadata": {"type": "object"},
-            "spec": spec,
-            "status": status,
-        },
-        description=f"{kind} is the Schema for the {kind.lower()}s API.",
-    )
-
-
-def _machine_schema() -> Schema:
-    spec = _machine_spec("MachineSpec defines the desired state of Machine.")
-    return _root("Machine", spec=spec, status=_machine_status())
-
-
-def _machineset_schema() -> Schema:
-    spec = _replica_spec(
-        "MachineSet", {"deletePolicy": _DELETE_POLICY}, required=("clusterName", "selector")
-    )
-    status = _replica_status(
-        "MachineSet",
-        {"failureMessage": "string", "failureReason": "string", "fullyLabeledReplicas": "int32"},
-    )
-    return _root("MachineSet", spec=spec, status=status)
-
-
-def _machinedeployment_schema() -> Schema:
-    rolling = _object(
-        {
-            "deletePolicy": _DELETE_POLICY,
-            "maxSurge": "int-or-string",
-            "maxUnavailable": "int-or-string",
-        }
-    )
-    strategy = _object({"rollingUpdate": rolling, "type": _enum("RollingUpdate", "OnDelete")})
-    spec = _replica_spec(
-        "MachineDeployment",
-        {
-            "paused": "boolean",
-            "progressDeadlineSeconds": "int32",
-            "revisionHistoryLimit": "int32",
-            "rolloutAfter": "date-time",
-            "strategy": strategy,
-        },
-        required=("clusterName", "selector", "template"),
-    )
-    status = _replica_status(
-        "MachineDeployment",
-        {"phase": "string", "unavailableReplicas": "int32", "updatedReplicas": "int32"},
-    )
-    return _root("MachineDeployment", spec=spec, status=status)
 
 
 # Printer columns: CAPI v1.9's +kubebuilder:printcolumn markers of api/v1beta1 ------------------
@@ -488,9 +266,15 @@ def capi_crds(*, established_at: str | None = None) -> list[dict[str, Any]]:
     call). ``established_at`` (RFC 3339) stamps the ``NamesAccepted`` and ``Established``
     conditions' ``lastTransitionTime``; without it the conditions carry none."""
     kinds = (
-        ("Machine", "ma", _machine_schema(), _MACHINE_COLUMNS, False),
-        ("MachineSet", "ms", _machineset_schema(), _MACHINESET_COLUMNS, True),
-        ("MachineDeployment", "md", _machinedeployment_schema(), _MACHINEDEPLOYMENT_COLUMNS, True),
+        ("Machine", "ma", crd_schemas.machine(), _MACHINE_COLUMNS, False),
+        ("MachineSet", "ms", crd_schemas.machineset(), _MACHINESET_COLUMNS, True),
+        (
+            "MachineDeployment",
+            "md",
+            crd_schemas.machinedeployment(),
+            _MACHINEDEPLOYMENT_COLUMNS,
+            True,
+        ),
     )
     return [
         _crd(

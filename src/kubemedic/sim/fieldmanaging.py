@@ -2,7 +2,8 @@
 
 The API server runs each write through a chain of field managers
 (``k8s.io/apimachinery/pkg/util/managedfields/internal``); this module is that chain over plain
-JSON objects, on the structured merge of :mod:`kubemedic.sim.applying`.
+JSON objects, on the structured merge of :mod:`kubemedic.sim.fieldsets`. Server-side apply
+(:mod:`kubemedic.sim.applying`) runs its configuration through the same books.
 
 A manager is its name, operation (``Update``/``Apply``), subresource and, for ``Update`` only,
 the apiVersion it wrote with. The name is the ``fieldManager`` parameter or else the User-Agent
@@ -24,12 +25,8 @@ way); missing or undecodable ones keep the stored ones, ``[]`` or ``[{}]`` clear
 subresource writes ignore them. An existing object without managedFields is not tracked by
 updates (``skipNonApplied``); the first apply credits its fields to ``before-first-apply``.
 
-Server-side apply (:func:`apply`) merges the configuration into the live object. The applier
-owns exactly what the configuration names; what it applied before and omits now is pruned unless
-another manager owns it; a field that would change and belongs to another manager is a 409
-conflict (``FieldManagerConflict`` causes) unless ``force`` hands it over. Equal values are
-shared. The ``kubectl`` manager upgrades from client-side apply: conflicts over fields that still
-match the ``last-applied-configuration`` annotation are forced, and the annotation follows.
+Between managers, :func:`update_managers` moves changed fields to the writer, or raises
+:class:`Conflicts` for an applier that may not take them.
 
 Entries are sorted like ``sortEncodedManagedFields``: ``Apply`` before ``Update``, then by time
 (whole seconds), manager, apiVersion and subresource.
@@ -37,7 +34,6 @@ Entries are sorted like ``sortEncodedManagedFields``: ``Apply`` before ``Update`
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import json
@@ -49,8 +45,7 @@ from typing import Any, Final, TypeAlias
 
 from kubemedic.model.fieldpaths import FieldPath
 from kubemedic.model.managedfields import ManagedFieldsError, decode_fieldsv1, encode_fieldsv1
-from kubemedic.sim import applying, errors
-from kubemedic.sim.applying import ABSENT
+from kubemedic.sim import errors, fieldsets, naming
 from kubemedic.sim.schema import SchemaNode
 
 FieldSet: TypeAlias = frozenset[FieldPath]
@@ -58,7 +53,6 @@ Obj: TypeAlias = Mapping[str, Any]
 
 FIELD_MANAGER_MAX_LENGTH: Final = 128
 MAX_UPDATE_MANAGERS: Final = 10
-LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 
 _META: Final = ("name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName")
 #: Never owned (``stripMetaManager``): exactly these paths, not their children.
@@ -78,7 +72,7 @@ _STATUS_EXTRA_RESETS: Final[Mapping[tuple[str, str], tuple[tuple[str, ...], ...]
     ("apps", "Deployment"): (("metadata", "labels"),),
 }
 
-# --- managers ------------------------------------------------------------------------------------
+# --- managers --------------------------------------------------------------------------------
 
 
 def manager_name(field_manager: str | None, user_agent: str | None) -> str:
@@ -113,7 +107,7 @@ def validate_field_manager(field_manager: str | None, *, options: str, apply: bo
     for char in name:
         if not char.isprintable():
             message = (
-                f"Invalid value: {applying.go_quote(name)}: invalid character "
+                f"Invalid value: {naming.go_quote(name)}: invalid character "
                 f"U+{ord(char):04X} (at position {position})"
             )
             causes.append(errors.Cause("FieldValueInvalid", message, "fieldManager"))
@@ -146,9 +140,9 @@ class Identity:
 
     def describe(self) -> str:
         """``printManager``: ``"kubectl-edit" using apps/v1``, ``"x" with subresource "status"``."""
-        text = applying.go_quote(self.manager)
+        text = naming.go_quote(self.manager)
         if self.subresource:
-            text += f" with subresource {applying.go_quote(self.subresource)}"
+            text += f" with subresource {naming.go_quote(self.subresource)}"
         return text + (f" using {self.api_version}" if self.operation == "Update" else "")
 
 
@@ -276,7 +270,7 @@ _STORED: dict[int, tuple[list[Any], Managed]] = {}
 _STORED_LIMIT: Final = 4096
 
 
-def _decode_stored(raw: object) -> Managed:
+def decode_stored(raw: object) -> Managed:
     """:func:`decode_managed` of a stored object's managedFields, remembered while the store
     keeps that list (it is replaced, never changed in place, on every write)."""
     if not isinstance(raw, list):
@@ -301,7 +295,7 @@ def _remember(raw: list[Any], managed: Managed) -> None:
 def object_fieldset(obj: Obj, schema: SchemaNode | None, *, strip: bool = True) -> set[FieldPath]:
     """The fields of ``obj`` (``Compare(nothing, obj).Added``): what it would give a manager
     creating it from nothing, without :data:`STRIPPED_FIELDS` unless ``strip`` is off."""
-    added = applying.compare(ABSENT, obj, schema).added
+    added = fieldsets.compare(fieldsets.ABSENT, obj, schema).added
     return added - STRIPPED_FIELDS if strip else added
 
 
@@ -325,7 +319,8 @@ def _meta(obj: Obj | None) -> Obj:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def _without_managed_fields(obj: Obj) -> dict[str, Any]:
+def without_managed_fields(obj: Obj) -> dict[str, Any]:
+    """A shallow copy of ``obj`` whose metadata has no managedFields (what writes compare)."""
     out = dict(obj)
     meta = out.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
@@ -338,7 +333,7 @@ def _without_managed_fields(obj: Obj) -> dict[str, Any]:
 
 def update_managers(
     managed: Managed,
-    comparison: applying.Comparison,
+    comparison: fieldsets.Comparison,
     *,
     writer: Identity | None,
     ignored: Collection[FieldPath],
@@ -376,12 +371,12 @@ def record_update(
 ) -> None:
     """One ``Update`` through the chain below ``skipNonApplied``: the writer gains what changed.
 
-    Raises :class:`~kubemedic.sim.applying.TypedError` when an object does not fit its schema.
+    Raises :class:`~kubemedic.sim.fieldsets.TypedError` when an object does not fit its schema.
     """
-    comparison = applying.compare(live, new, schema)
+    comparison = fieldsets.compare(live, new, schema)
     update_managers(managed, comparison, writer=None, ignored=ignored, force=True)
     changed = (comparison.modified | comparison.added) - comparison.removed
-    current = applying.recursive_difference(changed, ignored) - STRIPPED_FIELDS
+    current = fieldsets.recursive_difference(changed, ignored) - STRIPPED_FIELDS
     if current:
         previous = managed.get(writer)
         if previous is None:
@@ -434,7 +429,7 @@ def _decode_live_or_new(live: object, new: object, *, subresource: str) -> Manag
         if managed:
             return managed
     try:
-        return _decode_stored(live)
+        return decode_stored(live)
     except ManagedFieldsDecodeError:
         return {}
 
@@ -461,7 +456,7 @@ def track_update(
     if not isinstance(meta, dict):
         meta = new["metadata"] = {}
     group, kind = api_version.rpartition("/")[0], str(new.get("kind") or "")
-    live = old if old is not None else applying.typed_zero(group=group, kind=kind, schema=schema)
+    live = old if old is not None else fieldsets.typed_zero(group=group, kind=kind, schema=schema)
     stored, sent = _meta(live).get("managedFields"), meta.pop("managedFields", None)
     managed = _decode_live_or_new(stored, sent, subresource=subresource)
     if not managed and _meta(old).get("uid"):
@@ -472,200 +467,14 @@ def track_update(
     try:
         record_update(
             managed,
-            _without_managed_fields(live),
+            without_managed_fields(live),
             new,
             writer=writer,
             schema=schema,
             time=time,
             ignored=reset,
         )
-    except applying.TypedError:
+    except fieldsets.TypedError:
         return
     if managed:
         meta["managedFields"] = encode_managed(managed)
-
-
-# --- server-side apply -----------------------------------------------------------------------
-
-
-def apply(
-    *,
-    live: Obj | None,
-    applied: Obj,
-    manager: str,
-    force: bool,
-    subresource: str = "",
-    time: str,
-    api_version: str,
-    schema: SchemaNode | None,
-    kind: str | None = None,
-    reset: Collection[FieldPath] | None = None,
-) -> dict[str, Any]:
-    """Server-side apply of ``applied`` by ``manager`` onto ``live`` (``None``: a create).
-
-    Returns the new object with its managedFields; raises :class:`~kubemedic.sim.errors.ApiError`
-    as the API server answers: 409 for conflicts, 400 for a configuration of another kind than
-    ``kind`` (default: the live object's) or one carrying managedFields, 500 for one the schema
-    cannot type (a list item without its key).
-    """
-    group = api_version.rpartition("/")[0]
-    kind = kind or str((live or applied).get("kind") or "")
-    if live is not None:
-        live_obj = _without_managed_fields(live)
-    else:
-        live_obj = applying.typed_zero(group=group, kind=kind, schema=schema)
-    try:
-        managed = _decode_stored(_meta(live).get("managedFields"))
-    except ManagedFieldsDecodeError as err:
-        raise _server_error(f"failed to decode managed fields: {err}") from None
-    if applied.get("apiVersion") != api_version or applied.get("kind") != kind:
-        raise errors.bad_request(f"invalid object type: {_gvk(applied)}")
-    if reset is None:
-        reset = reset_fields(group=group, kind=kind, schema=schema, subresource=subresource)
-    writer = Identity.of(manager or "unknown", "Apply", api_version, subresource)
-    context = _Applying(live_obj, applied, writer, schema, time, reset)
-    try:
-        result, managed = context.run(managed, force=force)
-    except Conflicts as err:
-        remaining = err.conflicts
-        allowed = _allowed_by_last_applied(live_obj, schema, api_version)
-        if manager == "kubectl" and allowed is not None:
-            remaining = {i: set(p) - allowed for i, p in remaining.items() if set(p) - allowed}
-            if not remaining:
-                result, managed = context.run(managed, force=True)
-        if remaining:
-            raise conflict_error(remaining) from None
-    meta = result.get("metadata")
-    if not isinstance(meta, dict):
-        meta = result["metadata"] = {}
-    annotations = meta.get("annotations")
-    if manager == "kubectl" and isinstance(annotations, dict) and annotations.get(LAST_APPLIED):
-        annotations[LAST_APPLIED] = _last_applied(applied)
-    meta.pop("managedFields", None)
-    if managed:
-        meta["managedFields"] = encode_managed(managed)
-    return result
-
-
-@dataclass(frozen=True)
-class _Applying:
-    """One apply below ``lastAppliedManager``, which may repeat it with ``force``."""
-
-    live: dict[str, Any]
-    applied: Obj
-    writer: Identity
-    schema: SchemaNode | None
-    time: str
-    ignored: Collection[FieldPath]
-
-    def run(self, managed_in: Managed, *, force: bool) -> tuple[dict[str, Any], Managed]:
-        managed = dict(managed_in)
-        live, applied, schema, writer = self.live, self.applied, self.schema, self.writer
-        version = str(applied.get("apiVersion"))
-        if not managed:  # skipNonApplied: what exists was set before the first apply
-            first = Identity.of("before-first-apply", "Update", version, writer.subresource)
-            group, kind = version.rpartition("/")[0], str(applied.get("kind") or "")
-            zero = applying.typed_zero(group=group, kind=kind, schema=schema)
-            try:
-                record_update(
-                    managed,
-                    zero,
-                    live,
-                    writer=first,
-                    schema=schema,
-                    time=self.time,
-                    ignored=self.ignored,
-                )
-            except applying.TypedError as err:
-                raise _server_error(
-                    f"failed to create manager for existing fields: {err}"
-                ) from None
-        if isinstance(_meta(applied).get("managedFields"), list):
-            raise errors.bad_request("metadata.managedFields must be nil")
-        self._check_typed(applied, "patch", duplicates=False)
-        self._check_typed(live, "live", duplicates=True)
-        merged = applying.merge(live, applied, schema)
-        last = managed.get(writer)
-        claimed = applying.recursive_difference(applying.to_fieldset(applied, schema), self.ignored)
-        managed[writer] = Entry(frozenset(claimed), version, True, last.time if last else None)
-        owned = set().union(*(entry.fields for entry in managed.values()))
-        last_set = last.fields if last else frozenset()
-        merged = applying.prune(merged, last_applied=last_set, owned=owned, node=schema)
-        comparison = applying.compare(live, merged, schema)
-        update_managers(managed, comparison, writer=writer, ignored=self.ignored, force=force)
-        entry = managed.pop(writer, None)
-        noop = applying.json_equal(live, merged)
-        if entry is not None and entry.fields - STRIPPED_FIELDS:
-            time = entry.time if noop else self.time  # a no-op keeps the applier's time
-            managed[writer] = entry.changed(fields=entry.fields - STRIPPED_FIELDS, time=time)
-        return (copy.deepcopy(live) if noop else merged), managed
-
-    def _check_typed(self, obj: Obj, which: str, *, duplicates: bool) -> None:
-        problems = applying.typed_errors(obj, self.schema, duplicates=duplicates)
-        if problems:
-            text = str(problems[0])
-            if len(problems) > 1:
-                text = "\n".join(["errors:", *(f"  {p}" for p in problems)])
-            meta = _meta(obj)
-            where = f"{meta.get('namespace', '')}/{meta.get('name', '')}; {_gvk(obj)}"
-            raise _server_error(f"failed to create typed {which} object ({where}): {text}")
-
-
-def conflict_error(conflicts: Mapping[Identity, Collection[FieldPath]]) -> errors.ApiError:
-    """409 as ``NewConflictError``: one cause per field, managers in identifier order."""
-    lines: list[str] = []
-    causes: list[errors.Cause] = []
-    for identity in sorted(conflicts, key=lambda i: i.key):
-        lines.append(f"conflicts with {identity.describe()}:")
-        for path in applying.iterate(conflicts[identity]):
-            field = applying.smd_path(path)
-            lines.append(f"- {field}")
-            reason = "FieldManagerConflict"
-            causes.append(errors.Cause(reason, f"conflict with {identity.describe()}", field))
-    if len(causes) == 1:
-        message = f"Apply failed with 1 conflict: {causes[0].message}: {causes[0].field}"
-    else:
-        message = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
-    return errors.ApiError(409, "Conflict", message, causes=tuple(causes))
-
-
-def _allowed_by_last_applied(
-    live: Obj, schema: SchemaNode | None, api_version: str
-) -> set[FieldPath] | None:
-    """Fields the client-side ``last-applied-configuration`` claims and the live object still
-    matches (``lastAppliedManager``), or None without a usable annotation."""
-    annotations = _meta(live).get("annotations")
-    text = annotations.get(LAST_APPLIED) if isinstance(annotations, Mapping) else None
-    try:
-        last = json.loads(text) if isinstance(text, str) else None
-        if not isinstance(last, dict) or last.get("apiVersion") != api_version:
-            return None
-        claimed = applying.to_fieldset(last, schema)
-        differ = applying.compare(last, live, schema)
-    except (ValueError, applying.TypedError):
-        return None
-    return claimed - differ.modified - differ.added - differ.removed
-
-
-def _last_applied(applied: Obj) -> str:
-    """The annotation ``lastAppliedUpdater`` writes: the configuration without the annotation,
-    as Go's JSON encoder prints an unstructured object (sorted keys, HTML escaped, newline)."""
-    obj = copy.deepcopy(dict(applied))
-    annotations = _meta(obj).get("annotations")
-    if isinstance(annotations, dict):
-        annotations.pop(LAST_APPLIED, None)
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    for char in "<>&\u2028\u2029":
-        text = text.replace(char, f"\\u{ord(char):04x}")
-    return text + "\n"
-
-
-def _gvk(obj: Obj) -> str:
-    """``GroupVersionKind.String``: ``apps/v1, Kind=Deployment``, ``/v1, Kind=Pod``."""
-    group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
-    return f"{group}/{version}, Kind={obj.get('kind') or ''}"
-
-
-def _server_error(message: str) -> errors.ApiError:
-    """A plain Go error reaching the handler: 500 with no reason (``StatusReasonUnknown``)."""
-    return errors.ApiError(500, "", message)

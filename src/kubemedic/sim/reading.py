@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from kubemedic.sim import converting, errors, selecting
+from kubemedic.sim import converting, errors, fieldlabels, selecting
 from kubemedic.sim.resources import Resource
 from kubemedic.sim.storing import Change, Entry, Key, Obj, Store
 
@@ -46,7 +46,7 @@ class Query:
         if fields is not None:
             # Labels are renamed to the stored shape (events.k8s.io ``regarding.name`` is the
             # stored core event's ``involvedObject.name``).
-            fields = selecting.check_supported(
+            fields = fieldlabels.check_supported(
                 res.plural, res.group, fields, namespaced=res.namespaced, custom=res.custom
             )
         return cls(namespace, labels, fields)
@@ -65,7 +65,7 @@ class Query:
             ):
                 return False
             if fields is not None:
-                return fields.matches(selecting.selectable_fields(plural, group, obj))
+                return fields.matches(fieldlabels.selectable_fields(plural, group, obj))
             return True
 
         return accepts
@@ -100,7 +100,16 @@ def list_page(
         except ValueError:
             raise errors.bad_request(f"invalid resourceVersion: {resource_version}") from None
         if wanted > rv:
-            raise errors.timeout(f"Too large resource version: {wanted}, current: {rv}")
+            # storage.NewTooLargeResourceVersionError: client-go reflectors recognise the cause
+            # and relist from the latest version.
+            raise errors.ApiError(
+                504,
+                "Timeout",
+                f"Timeout: Too large resource version: {wanted}, current: {rv}",
+                causes=(errors.Cause("ResourceVersionTooLarge", "Too large resource version"),),
+                retry_after=1,
+                headers={"Retry-After": "1"},
+            )
     if match == "Exact" and resource_version not in ("", str(rv)):
         raise errors.gone(
             f"too old resource version: {resource_version} ({store.oldest_watchable})"
@@ -248,8 +257,11 @@ def watch_filter(res: Resource, query: Query) -> Callable[[Change], Iterator[tup
             yield "MODIFIED", change.obj
         elif new_ok:
             yield "ADDED", change.obj
-        elif old_ok:
-            yield "DELETED", change.obj
+        elif old_ok and change.old is not None:
+            # As the watch cache: the previous content (what the watcher last saw match), at
+            # the change's resourceVersion.
+            meta = {**(change.old.get("metadata") or {}), "resourceVersion": str(change.rv)}
+            yield "DELETED", {**change.old, "metadata": meta}
 
     return events
 

@@ -8,7 +8,7 @@ decision points. Requirements are sorted by key after parsing (the server's cano
 characters), values valid label values; ``in``/``notin`` value lists are sets, and ``gt``/``lt``
 (``x>1``) are accepted too, because the server accepts them. A key/value error comes back as a
 ``field.Error`` whose path is ``<nil>`` for keys (the parser has no path) and ``values[0][key]``
-for values, exactly as 1.32 prints it.
+for values, exactly as 1.32 prints it (the syntax checks are :mod:`kubemedic.sim.naming`'s).
 
 **Selector objects** (``metav1.LabelSelector`` in Deployments, ReplicaSets, PDBs) convert like
 ``metav1.LabelSelectorAsSelector``: ``None`` selects *nothing*, ``{}`` selects *everything*.
@@ -22,19 +22,8 @@ required and non-empty by validation; Services and ReplicationControllers use pl
 **Field selectors** (``?fieldSelector=``) follow ``k8s.io/apimachinery/pkg/fields``: terms split
 on unescaped commas, each term split at the first ``!=``, ``==`` or ``=``; values unescape
 ``\\,`` ``\\=`` ``\\\\`` (``fields.EscapeValue``) and anything else after a backslash is an
-error. There is no set syntax in 1.32. A selector then goes through the resource's *field label
-conversion* (:func:`check_supported`): labels the kind does not support are a 400 before any
-object is looked at, with the kind-specific wording ("field label not supported: x" for kinds
-that register a conversion, the generic ``"x" is not a known field selector: only
-"metadata.name", "metadata.namespace"`` for the rest, e.g. every ``apps/v1`` kind, so
-``status.replicas`` on ReplicaSets is refused even though the registry computes it). Matching
-uses :func:`selectable_fields`, the registries' ``GetAttrs``: a label that is accepted but absent
-from the object's field set compares as the empty string (``status.podIPs`` on pods).
-
-``events.k8s.io/v1`` events share the core event store: their selector labels (``regarding.kind``,
-``reportingController`` ...) are renamed by :func:`check_supported` to the core names, and the
-object side is the core event's field set (``kubemedic.sim.converting.event_selectable_fields``
-computes it for events; :func:`selectable_fields` gives the same set for core-shaped events).
+error. There is no set syntax in 1.32. Which fields a resource can be selected by, and the
+values its objects have for them, are :mod:`kubemedic.sim.fieldlabels`' business.
 """
 
 from __future__ import annotations
@@ -44,17 +33,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubemedic.sim import errors
+from kubemedic.sim import errors, naming
 
 __all__ = [
     "FieldRequirement",
     "FieldSelector",
     "LabelSelector",
     "Requirement",
-    "check_supported",
     "escape_value",
-    "go_quote",
-    "selectable_fields",
 ]
 
 # selection.Operator values.
@@ -62,94 +48,14 @@ IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS = "in", "notin", "=", "==", "!="
 EXISTS, DOES_NOT_EXIST, GREATER_THAN, LESS_THAN = "exists", "!", "gt", "lt"
 _BINARY = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN)
 
-# ---------------------------------------------------------------- validation (util/validation)
+# ---------------------------------------------------------------- messages
 
-_QNAME = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
-_LABEL_VALUE = "(" + _QNAME + ")?"
-_QNAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character"
-)
-_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character"
-)
 _INT64 = re.compile(r"[+-]?[0-9]+")
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """``validation.RegexError``, double spaces included."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """``validation.IsQualifiedName``: the rules for label keys."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if not re.fullmatch(_DNS1123_SUBDOMAIN, prefix):
-                errs.append(
-                    "prefix part " + _regex_error(_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN, "example.com")
-                )
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not re.fullmatch(_QNAME, name):
-        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errs = ["must be no more than 63 characters"] if len(value) > 63 else []
-    if not re.fullmatch(_LABEL_VALUE, value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE, "MyValue", "my_value", "12345"))
-    return errs
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q`` / ``strconv.Quote`` for the strings these messages quote."""
-    out = ['"']
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch in "\a\b\f\n\r\t\v":
-            out.append("\\" + "abfnrtv"["\a\b\f\n\r\t\v".index(ch)])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        elif not ch.isprintable():
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
-        else:
-            out.append(ch)
-    return "".join(out) + '"'
 
 
 def _invalid(path: str, value: str, details: Iterable[str]) -> str:
     """``field.Invalid(path, value, ...).Error()`` for a string value."""
-    return f"{path}: Invalid value: {go_quote(value)}: {'; '.join(details)}"
+    return f"{path}: Invalid value: {naming.go_quote(value)}: {'; '.join(details)}"
 
 
 def _aggregate(messages: Sequence[str]) -> str:
@@ -172,10 +78,10 @@ class Requirement:
     def new(cls, key: str, operator: str, values: Sequence[str]) -> Requirement:
         """``labels.NewRequirement``: validate and build, raising 400 with the joined errors."""
         problems: list[str] = []
-        key_errs = _qualified_name_errors(key)
+        key_errs = naming.qualified_name(key)
         if key_errs:
             problems.append(_invalid("key", key, key_errs))
-        shown = "[]string{" + ", ".join(go_quote(v) for v in values) + "}"
+        shown = "[]string{" + ", ".join(naming.go_quote(v) for v in values) + "}"
         if operator in (IN, NOT_IN) and not values:
             problems.append(
                 f"values: Invalid value: {shown}: for 'in', 'notin' operators, values set "
@@ -207,7 +113,7 @@ class Requirement:
                         )
                     )
         for i, v in enumerate(values):
-            value_errs = _label_value_errors(v)
+            value_errs = naming.label_value(v)
             if value_errs:
                 problems.append(_invalid(f"values[{i}][{key}]", v, value_errs))
         if problems:
@@ -363,7 +269,7 @@ class _Parser:
             token, literal = self.consume()
         if token != _ID:
             raise errors.bad_request(f"found '{literal}', expected: identifier")
-        key_errs = _qualified_name_errors(literal)
+        key_errs = naming.qualified_name(literal)
         if key_errs:
             raise errors.bad_request(_invalid("<nil>", literal, key_errs))
         if self.lookahead()[0] in (_EOS, _COMMA) and operator != DOES_NOT_EXIST:
@@ -450,7 +356,7 @@ class LabelSelector:
             operator = operators.get(str(expression.get("operator", "")))
             if operator is None:
                 raise errors.bad_request(
-                    f"{go_quote(str(expression.get('operator', '')))} is not a valid label "
+                    f"{naming.go_quote(str(expression.get('operator', '')))} is not a valid label "
                     "selector operator"
                 )
             values = [str(v) for v in expression.get("values") or []]
@@ -588,179 +494,3 @@ class FieldSelector:
 
     def __str__(self) -> str:
         return ",".join(str(r) for r in self.requirements)
-
-
-# ---------------------------------------------------------------- per-resource field labels
-
-_META = ("metadata.name", "metadata.namespace")
-_SUFFIXES = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-_EVENT_FIELDS = (
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
-    "type",
-)
-#: Kinds with a registered field label conversion (pkg/apis/core/v1/conversion.go and
-#: pkg/apis/events/v1/conversion.go): accepted label -> the label the registry matches on.
-_CONVERSIONS: Final[dict[tuple[str, str], dict[str, str]]] = {
-    ("", "pods"): {
-        **{
-            label: label
-            for label in (
-                *_META,
-                "spec.nodeName",
-                "spec.restartPolicy",
-                "spec.schedulerName",
-                "spec.serviceAccountName",
-                "spec.hostNetwork",
-                "status.phase",
-                "status.podIP",
-                "status.podIPs",
-                "status.nominatedNodeName",
-            )
-        },
-        "spec.host": "spec.nodeName",  # old v1 clients
-    },
-    ("", "nodes"): {"metadata.name": "metadata.name", "spec.unschedulable": "spec.unschedulable"},
-    ("", "replicationcontrollers"): {k: k for k in (*_META, "status.replicas")},
-    ("", "events"): {k: k for k in (*_EVENT_FIELDS, *_META)},
-    ("", "namespaces"): {"status.phase": "status.phase", "metadata.name": "metadata.name"},
-    ("", "secrets"): {k: k for k in ("type", *_META)},
-    ("", "services"): {k: k for k in (*_META, "spec.clusterIP", "spec.type")},
-    ("events.k8s.io", "events"): {
-        "reason": "reason",
-        **{f"regarding.{k}": f"involvedObject.{k}" for k in _SUFFIXES},
-        "reportingController": "reportingComponent",
-        "source": "source",
-        "type": "type",
-        "metadata.namespace": "metadata.namespace",
-        "metadata.name": "metadata.name",
-    },
-}
-
-
-def check_supported(
-    resource_plural: str,
-    group: str,
-    selector: FieldSelector,
-    *,
-    namespaced: bool = True,
-    custom: bool = False,
-    selectable: Sequence[str] = (),
-) -> FieldSelector:
-    """Run the kind's field label conversion over ``selector``; return it with labels renamed
-    to the names :func:`selectable_fields` uses (``spec.host`` -> ``spec.nodeName``,
-    ``regarding.kind`` -> ``involvedObject.kind``), or raise the server's 400.
-
-    ``custom`` marks a CustomResourceDefinition's resource: it accepts ``metadata.name``,
-    ``metadata.namespace`` when ``namespaced``, and the CRD's ``selectableFields`` paths
-    (``selectable``, without the leading dot), else "field label not supported: x".
-    """
-    conversion = _CONVERSIONS.get((group, resource_plural))
-
-    def convert(label: str, value: str) -> tuple[str, str]:
-        if custom:
-            if label in selectable or label == "metadata.name":
-                return label, value
-            if namespaced and label == "metadata.namespace":
-                return label, value
-            raise errors.bad_request(f"field label not supported: {label}")
-        if conversion is not None:
-            if label not in conversion:
-                raise errors.bad_request(f"field label not supported: {label}")
-            return conversion[label], value
-        if label in _META:
-            return label, value
-        raise errors.bad_request(
-            f"{go_quote(label)} is not a known field selector: only "
-            '"metadata.name", "metadata.namespace"'
-        )
-
-    return selector.transform(convert)
-
-
-def _dig(obj: Mapping[str, Any], path: str) -> Any:
-    node: Any = obj
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return node
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def selectable_fields(
-    resource_plural: str,
-    group: str,
-    obj: Mapping[str, Any],
-    *,
-    extra_fields: Sequence[str] = (),
-) -> dict[str, str]:
-    """The field set a registry's ``GetAttrs`` computes for ``obj`` (what field selectors are
-    matched against): ``metadata.name`` always, ``metadata.namespace`` for namespaced objects,
-    plus the kind's own fields as the registry renders them (booleans ``"true"``/``"false"``,
-    counts as decimal strings, the pod IP as the first pod IP). ``extra_fields`` are a CRD's
-    ``selectableFields`` paths (``spec.color``), read from the object."""
-    meta = obj.get("metadata") or {}
-    found = {"metadata.name": str(meta.get("name", ""))}
-    if meta.get("namespace"):
-        found["metadata.namespace"] = str(meta["namespace"])
-    key = (group, resource_plural)
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    if key == ("", "pods"):
-        pod_ips = status.get("podIPs") or []
-        pod_ip = status.get("podIP") or (pod_ips[0].get("ip", "") if pod_ips else "")
-        found.update(
-            {
-                "spec.nodeName": _text(spec.get("nodeName")),
-                "spec.restartPolicy": _text(spec.get("restartPolicy")),
-                "spec.schedulerName": _text(spec.get("schedulerName")),
-                "spec.serviceAccountName": _text(spec.get("serviceAccountName")),
-                "spec.hostNetwork": _text(bool(spec.get("hostNetwork"))),
-                "status.phase": _text(status.get("phase")),
-                "status.podIP": _text(pod_ip),
-                "status.nominatedNodeName": _text(status.get("nominatedNodeName")),
-            }
-        )
-    elif key == ("", "nodes"):
-        found["spec.unschedulable"] = _text(bool(spec.get("unschedulable")))
-    elif key == ("", "namespaces"):
-        found["status.phase"] = _text(status.get("phase"))
-    elif key in (("", "events"), ("events.k8s.io", "events")):
-        involved = obj.get("involvedObject") or {}
-        source = obj.get("source") or {}
-        reporting = _text(obj.get("reportingComponent"))
-        found.update({f"involvedObject.{k}": _text(involved.get(k)) for k in _SUFFIXES})
-        found.update(
-            {
-                "reason": _text(obj.get("reason")),
-                "reportingComponent": reporting,
-                "source": _text(source.get("component")) or reporting,
-                "type": _text(obj.get("type")),
-            }
-        )
-    elif key in (("apps", "replicasets"), ("", "replicationcontrollers")):
-        found["status.replicas"] = str(int(status.get("replicas") or 0))
-    elif key == ("", "secrets"):
-        found["type"] = _text(obj.get("type"))
-    elif key == ("", "services"):
-        found["spec.clusterIP"] = _text(spec.get("clusterIP"))
-        found["spec.type"] = _text(spec.get("type"))
-    for path in extra_fields:
-        found[path] = _text(_dig(obj, path))
-    return found

@@ -131,6 +131,14 @@ def _spend_disruption(
         return
     new = clone(pdb)
     status["disruptionsAllowed"] -= 1
+    if status["disruptionsAllowed"] == 0:
+        # pdbhelper.UpdateDisruptionAllowedCondition: the last disruption spent flips it now.
+        status["conditions"] = [
+            {**c, "status": "False", "reason": "InsufficientPods", "message": "",
+             "lastTransitionTime": rfc3339(writer.clock.now())}
+            if c.get("type") == "DisruptionAllowed" and c.get("status") == "True" else c
+            for c in status.get("conditions") or []
+        ]  # fmt: skip
     status.setdefault("disruptedPods", {})[pod_name] = rfc3339(writer.clock.now())
     new["status"] = status
     res = registry.lookup("policy", "v1", "poddisruptionbudgets")

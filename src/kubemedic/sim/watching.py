@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from email.utils import format_datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -74,6 +75,8 @@ async def stream(
 
     response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
     response.headers["Transfer-Encoding"] = "chunked"
+    # Prepared here, so the middleware cannot date it: the virtual clock does, as everywhere.
+    response.headers["Date"] = format_datetime(server.clock.now(), usegmt=True)
     await response.prepare(request)
     if start is not None and (faults.force_gone or start < store.oldest_watchable):
         gone = errors.gone(f"too old resource version: {start} ({store.oldest_watchable})")

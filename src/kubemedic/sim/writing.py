@@ -24,7 +24,16 @@ from typing import Any
 
 import orjson
 
-from kubemedic.sim import defaulting, errors, fieldmanaging, patching, validating
+from kubemedic.sim import (
+    admitting,
+    applying,
+    decoding,
+    defaulting,
+    errors,
+    fieldmanaging,
+    patching,
+    validating,
+)
 from kubemedic.sim.clock import VirtualClock, rfc3339
 from kubemedic.sim.resources import Resource
 from kubemedic.sim.schema import Definitions, SchemaNode
@@ -106,12 +115,12 @@ class Writer:
         obj: Obj = clone(body)
         schema = self.schema(res)
         if opts.field_validation != "Ignore":
-            problems = validating.unknown_fields(obj, schema, raw=opts.raw)
+            problems = decoding.unknown_fields(obj, schema, raw=opts.raw)
             if problems and opts.field_validation == "Strict":
-                raise validating.strict_error(problems, kind=res.kind, version=res.version)
+                raise decoding.strict_error(problems, kind=res.kind, version=res.version)
             opts.warnings.extend(problems)
-        validating.prune_unknown(obj, schema)
-        undecodable = validating.decoding_error(obj, schema, kind=res.kind, version=res.version)
+        decoding.prune_unknown(obj, schema)
+        undecodable = decoding.decoding_error(obj, schema, kind=res.kind, version=res.version)
         if undecodable is not None:
             raise undecodable
         return obj
@@ -209,13 +218,13 @@ class Writer:
         if not res.custom:
             defaulting.default_object(obj, group=res.group, version=res.version, kind=res.kind)
             if res.kind == "Pod" and not res.group:
-                defaulting.admit_pod(obj, priority_classes=self._priority_classes())
-            defaulting.prepare_for_create(obj, group=res.group, version=res.version, kind=res.kind)
+                admitting.admit_pod(obj, priority_classes=self._priority_classes())
+            admitting.prepare_for_create(obj, group=res.group, version=res.version, kind=res.kind)
         if res.kind == "Service" and not res.group:
             spec = obj.setdefault("spec", {})
             if spec.get("type", "ClusterIP") != "ExternalName" and not spec.get("clusterIP"):
                 self._ip_index += 1
-                ip = defaulting.allocate_cluster_ip(self._ip_index)
+                ip = admitting.allocate_cluster_ip(self._ip_index)
                 spec["clusterIP"] = ip
                 spec["clusterIPs"] = [ip]
 
@@ -262,7 +271,7 @@ class Writer:
             )
         new = self._strategy_update(res, old, obj, subresource=subresource)
         if not res.custom and not subresource:
-            defaulting.prepare_for_update(
+            admitting.prepare_for_update(
                 new, old, group=res.group, version=res.version, kind=res.kind
             )
             defaulting.default_object(new, group=res.group, version=res.version, kind=res.kind)
@@ -388,7 +397,7 @@ class Writer:
         if entry is None:
             if subresource:
                 raise errors.not_found(res.plural, key[1], group=res.group)
-            merged = fieldmanaging.apply(
+            merged = applying.apply(
                 live=None, applied=applied, manager=opts.manager, force=opts.force,
                 time=self.now(), api_version=res.api_version, schema=schema,
             )  # fmt: skip
@@ -406,7 +415,7 @@ class Writer:
                 return merged
             return self.store.put(res.store_key, key, merged, event="ADDED").obj
         live = entry.obj
-        merged = fieldmanaging.apply(
+        merged = applying.apply(
             live=live, applied=applied, manager=opts.manager, force=opts.force,
             subresource=subresource, time=self.now(), api_version=res.api_version, schema=schema,
         )  # fmt: skip

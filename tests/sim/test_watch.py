@@ -306,8 +306,14 @@ def test_force_gone_answers_every_resumed_watch_with_410(
 def test_throttling_answers_429_with_retry_after(emulator: Running) -> None:
     set_faults(emulator, throttle_rate=1, retry_after=7)
     status, body, headers = emulator.request("GET", CONFIGMAPS)
+    # As API Priority and Fairness answers: plain text, not a Status.
     assert status == 429
     assert headers["Retry-After"] == "7"
+    assert headers["Content-Type"].startswith("text/plain")
+    assert body == "Too many requests, please try again later.\n"
+    set_faults(emulator, throttle_status=True)
+    status, body, headers = emulator.request("GET", CONFIGMAPS)
+    assert (status, headers["Retry-After"]) == (429, "7")
     assert body["reason"] == "TooManyRequests"
     assert body["message"] == "Too many requests, please try again later."
     assert body["details"] == {"retryAfterSeconds": 7}

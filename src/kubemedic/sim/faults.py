@@ -27,6 +27,8 @@ class Faults:
     #: Share of requests answered ``429 TooManyRequests`` with ``Retry-After: retry_after``.
     throttle_rate: float = 0.0
     retry_after: int = 1
+    #: Throttle with a JSON ``Status`` instead of API Priority and Fairness' plain text.
+    throttle_status: bool = False
     #: Share of requests answered ``500 InternalError``.
     error_rate: float = 0.0
     #: Share of requests that hang for ``timeout_seconds`` and then get ``504 Timeout``.

@@ -89,9 +89,7 @@ class Handler:
                 if faults.latency > 0:
                     await asyncio.sleep(faults.latency)
                 if faults.roll(faults.throttle_rate):
-                    raise errors.too_many_requests(
-                        "Too many requests, please try again later.", retry_after=faults.retry_after
-                    )
+                    return _throttled(faults.retry_after, as_status=faults.throttle_status)
                 if faults.roll(faults.error_rate):
                     raise errors.internal("injected fault")
                 if faults.roll(faults.timeout_rate):
@@ -514,6 +512,21 @@ def _require_json(request: web.Request, raw: bytes) -> None:
         "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
         f'application/json, application/yaml (got "{content_type}")',
+    )
+
+
+def _throttled(retry_after: int, *, as_status: bool) -> web.Response:
+    """API Priority and Fairness rejects with plain text (``http.Error``), not a Status; clients
+    must cope with both forms (``as_status`` gives the Status form other 429s use)."""
+    message = "Too many requests, please try again later."
+    if as_status:
+        failure = errors.too_many_requests(message, retry_after=retry_after)
+        return json_response(failure.to_status(), status=429, headers=dict(failure.headers))
+    return web.Response(
+        text=message + "\n",
+        status=429,
+        content_type="text/plain",
+        headers={"Retry-After": str(retry_after), "X-Content-Type-Options": "nosniff"},
     )
 
 

@@ -248,6 +248,14 @@ def sim_serve(
         typer.Option(help="Changes kept for watches; older resourceVersions get 410 Gone."),
     ] = 100_000,
     speed: Annotated[float, typer.Option(help="Virtual clock speed (x real time).")] = 1.0,
+    clock_start: Annotated[
+        str,
+        typer.Option(
+            "--clock-start",
+            help="Where virtual time starts: 'snapshot' (the newest time in --load), 'now', or "
+            "an RFC 3339 time.",
+        ),
+    ] = "snapshot",
     fault: Annotated[
         list[str] | None,
         typer.Option(
@@ -273,6 +281,7 @@ def sim_serve(
             history=history,
             speed=speed,
             faults=faults_module.parse_assignments(fault or []),
+            clock_start=clock_start,
         )
         if speed <= 0:
             raise ValueError(f"--speed must be positive, got {speed}")

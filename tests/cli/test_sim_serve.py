@@ -7,11 +7,14 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
+from kubemedic.snapshot.loading import load_snapshot
 from tests.factories import node, pod
 from tests.sim.conftest import KUBECTL, needs_kubectl
 
@@ -75,6 +78,12 @@ def test_serve_loads_a_snapshot_writes_a_kubeconfig_and_stops_on_sigterm(tmp_pat
         ]
         # The loaded pod keeps what the snapshot said about it.
         assert items[0]["status"]["phase"] == "Running"
+        # Virtual time starts where the snapshot ends (its newest timestamp), as scan sees it.
+        with urllib.request.urlopen(server + "/kubemedic.io/v1/clock", timeout=10) as resp:
+            clock = json.loads(resp.read())
+        newest = load_snapshot(snapshot).view().now
+        started = datetime.fromisoformat(clock["now"].replace("Z", "+00:00"))
+        assert timedelta(0) <= started - newest < timedelta(minutes=1)
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
@@ -100,6 +109,7 @@ def test_serve_rejects_a_malformed_snapshot_with_exit_2(tmp_path: Path) -> None:
         (("--fault", "error-rate=2"), "between 0 and 1"),
         (("--event-ttl", "soon"), "duration"),
         (("--speed", "0"), "positive"),
+        (("--clock-start", "yesterday"), "RFC 3339"),
     ],
 )
 def test_serve_rejects_bad_options(args: tuple[str, ...], message: str) -> None:

@@ -14,11 +14,12 @@ import signal
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import yaml
 
+from kubemedic.model import objects
 from kubemedic.sim.apiserver import ApiServer, kubeconfig
 from kubemedic.sim.clock import VirtualClock
 from kubemedic.sim.faults import Faults
@@ -34,6 +35,9 @@ class ServeOptions:
     history: int = 100_000
     speed: float = 1.0
     faults: dict[str, str] = field(default_factory=dict)
+    #: ``snapshot`` (the newest time in the loaded objects, as ``scan`` sees it), ``now``, or an
+    #: RFC 3339 time.
+    clock_start: str = "snapshot"
 
 
 def write_kubeconfig(path: Path, url: str) -> None:
@@ -50,16 +54,33 @@ def build(options: ServeOptions) -> ApiServer:
     """The server with its snapshot loaded (raises SnapshotError / ValueError on bad input)."""
     faults = Faults()
     faults.update(options.faults)
+    snapshot = loading.load_snapshot(options.load) if options.load is not None else None
+    origin = _clock_origin(options.clock_start, snapshot)
     server = ApiServer(
-        clock=VirtualClock(speed=options.speed),
+        clock=VirtualClock(origin, speed=options.speed),
         history=options.history,
         event_ttl=options.event_ttl,
         faults=faults,
     )
-    if options.load is not None:
-        snapshot = loading.load_snapshot(options.load)
+    if snapshot is not None:
         server.load(snapshot.bodies)
     return server
+
+
+def _clock_origin(start: str, snapshot: loading.LoadedSnapshot | None) -> datetime | None:
+    """Where virtual time starts: by default where the snapshot ends, so ages, heartbeats and
+    event times read as they did when it was taken."""
+    if start == "now":
+        return None
+    if start == "snapshot":
+        if snapshot is None or not snapshot.bodies:
+            return None
+        newest = snapshot.view().now
+        return newest if newest.year > 1970 else None
+    moment = objects.parse_time(start)
+    if moment is None:
+        raise ValueError(f"--clock-start {start!r} is not 'snapshot', 'now' or an RFC 3339 time")
+    return moment
 
 
 async def serve(

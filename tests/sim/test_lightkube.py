@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -208,3 +209,79 @@ def test_async_client_lists_nodes(emulator: Running) -> None:
             await client.close()
 
     assert sorted(asyncio.run(main())) == ["node-a", "node-b"]
+
+
+def test_drain_flow_cordon_list_evict_wait(client: Client, emulator: Running) -> None:
+    """What a repair controller does with lightkube: cordon, list the node's pods, evict each,
+    and wait until they are gone (they go when their grace period ends)."""
+    labels = {"app": "web"}
+    emulator.load(
+        ready_node("node-a"),
+        running_pod("web-0", labels=labels),
+        running_pod("web-1", labels=labels),
+        pdb("web", min_available=1, labels=labels),
+    )
+    client.patch(Node, "node-a", {"spec": {"unschedulable": True}})
+    on_node = list(client.list(Pod, namespace="*", fields={"spec.nodeName": "node-a"}))
+    assert sorted(p.metadata.name for p in on_node if p.metadata) == ["web-0", "web-1"]
+    evicted, refused = [], []
+    for victim in on_node:
+        assert victim.metadata is not None and victim.metadata.name is not None
+        try:
+            client.create(
+                Pod.Eviction(metadata=ObjectMeta(name=victim.metadata.name, namespace="default")),  # type: ignore[attr-defined]
+                name=victim.metadata.name,
+                namespace="default",
+            )
+            evicted.append(victim.metadata.name)
+        except ApiError as exc:
+            refused.append((victim.metadata.name, exc.status.code))
+    assert evicted == ["web-0"] and refused == [("web-1", 429)]
+    # The evicted pod is terminating for its grace period, then gone.
+    terminating = client.get(Pod, "web-0", namespace="default")
+    assert terminating.metadata is not None and terminating.metadata.deletionTimestamp
+    emulator.request("PUT", "/kubemedic.io/v1/clock", {"advanceSeconds": 31})
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        names = {p.metadata.name for p in client.list(Pod, namespace="default") if p.metadata}
+        if "web-0" not in names:
+            break
+        time.sleep(0.05)
+    assert names == {"web-1"}
+    assert client.get(Node, "node-a").spec.unschedulable is True  # type: ignore[union-attr]
+
+
+def test_wait_for_a_condition(client: Client, emulator: Running) -> None:
+    emulator.load(ready_node("node-a"))
+    node = client.wait(Node, "node-a", for_conditions=["Ready"])
+    assert node.metadata is not None and node.metadata.name == "node-a"
+
+
+@pytest.mark.parametrize(
+    ("cascade", "left"),
+    [(CascadeType.FOREGROUND, set()), (CascadeType.ORPHAN, {"dependent"})],
+)
+def test_foreground_and_orphan_deletes(
+    client: Client, cascade: CascadeType, left: set[str]
+) -> None:
+    owner = client.create(_configmap("owner"))
+    assert owner.metadata is not None
+    dependent = _configmap("dependent")
+    assert dependent.metadata is not None
+    dependent.metadata.ownerReferences = [  # type: ignore[assignment]
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid,
+         "blockOwnerDeletion": True}
+    ]  # fmt: skip
+    client.create(dependent)
+    client.delete(ConfigMap, "owner", namespace="default", cascade=cascade)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        names = {c.metadata.name for c in client.list(ConfigMap, namespace="default") if c.metadata}
+        names.discard("kube-root-ca.crt")
+        if names == left:
+            break
+        time.sleep(0.05)
+    assert names == left
+    if left:
+        kept = client.get(ConfigMap, "dependent", namespace="default")
+        assert kept.metadata is not None and not kept.metadata.ownerReferences

@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kubemedic.sim import crds, defaulting, errors
+from kubemedic.sim import crds, defaulting, errors, zeroing
 from kubemedic.sim.clock import VirtualClock, rfc3339
 from kubemedic.sim.collecting import Collector
 from kubemedic.sim.faults import Faults
@@ -102,8 +102,11 @@ class ApiServer:
             meta.setdefault("uid", _uid())
             meta.setdefault("creationTimestamp", rfc3339(self.clock.now()))
             if not res.custom:
-                # The real server defaults what it reads back from storage.
+                # The real server defaults what it reads back from storage, and prints the
+                # zero values of fields without omitempty.
                 defaulting.default_object(obj, group=res.group, version=res.version, kind=res.kind)
+                schema = self.defs.for_kind(res.group, res.version, res.kind)
+                zeroing.fill_required_scalars(obj, schema)
             if res.kind == "Namespace" and not res.group:
                 obj.setdefault("spec", {"finalizers": ["kubernetes"]})
                 obj.setdefault("status", {"phase": "Active"})

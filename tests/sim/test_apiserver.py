@@ -485,3 +485,22 @@ def test_known_fields_pass_every_validation_mode(emulator: Running, mode: str) -
     )
     assert status == 201
     assert "Warning" not in headers
+
+
+def test_a_patch_that_breaks_metadata_is_a_bad_request(emulator: Running) -> None:
+    emulator.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}},
+    )
+    status, body, _ = emulator.request(
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/cm",
+        {"metadata": ""},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 400, body
+    assert body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal '
+        "string into Go struct field ConfigMap.metadata of type v1.ObjectMeta"
+    )

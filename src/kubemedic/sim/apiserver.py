@@ -111,9 +111,12 @@ class ApiServer:
                 obj.setdefault("spec", {"finalizers": ["kubernetes"]})
                 obj.setdefault("status", {"phase": "Active"})
             existing = self.store.get(res.store_key, (ns, name))
-            self.store.put(
+            entry = self.store.put(
                 res.store_key, (ns, name), obj, event="ADDED" if existing is None else "MODIFIED"
             )
+            # Serialise now, as kube-apiserver's watch cache keeps encoded objects: the first
+            # list of a restored cluster then costs what any later one does.
+            entry.warm()
             stored += 1
         self.collector.tick()
         return stored

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 
 class VirtualClock:
@@ -81,3 +82,15 @@ def rfc3339(moment: datetime) -> str:
 def rfc3339_micro(moment: datetime) -> str:
     """Microsecond precision, as metav1.MicroTime serialises (events.k8s.io eventTime)."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_HTTP_DATE: list[object] = [None, ""]
+
+
+def http_date(moment: datetime) -> str:
+    """The HTTP ``Date`` header for ``moment`` (``Sat, 30 Nov 2026 05:21:32 GMT``), formatted
+    once a second however many responses go out in it."""
+    second = moment.timestamp() // 1
+    if _HTTP_DATE[0] != second:
+        _HTTP_DATE[:] = [second, format_datetime(moment, usegmt=True)]
+    return str(_HTTP_DATE[1])

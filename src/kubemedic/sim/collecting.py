@@ -193,10 +193,10 @@ class Collector:
 
     def _finish_graceful(self) -> bool:
         """Confirm pod deletions whose grace period is over (the stand-in kubelet)."""
-        if not self.writer.stand_in_kubelet:
+        heap = self._graceful
+        if not heap or not self.writer.stand_in_kubelet:
             return False
         now = self.writer.clock.now()
-        heap = self._graceful
         progressed = False
         pods = self._by_store.get("pods")
         while heap and heap[0][0] <= now and pods is not None:
@@ -280,8 +280,10 @@ class Collector:
         return progressed
 
     def _expire_events(self) -> None:
-        now = self.writer.clock.now()
         heap = self._event_expiry
+        if not heap:
+            return
+        now = self.writer.clock.now()
         while heap and heap[0][0] <= now:
             _, rv, ref = heapq.heappop(heap)
             entry = self.writer.store.get(*ref)
@@ -295,6 +297,8 @@ class Collector:
             return
         dirty, self._pdb_dirty = self._pdb_dirty, set()
         store = self.writer.store
+        if not store.count("poddisruptionbudgets.policy"):
+            return  # no budget anywhere to follow its pods
         for namespace in dirty:
             budgets = list(store.scan("poddisruptionbudgets.policy", namespace=namespace))
             if not budgets:

@@ -22,12 +22,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from kubemedic.model.quantities import QuantityError, parse_quantity
 from kubemedic.sim import errors
 from kubemedic.sim.schema import SchemaNode, definitions
 
 __all__ = [
     "decoding_error",
+    "is_clean",
     "prune_unknown",
     "strict_error",
     "unknown_fields",
@@ -134,6 +137,120 @@ def _prune(value: Any, node: SchemaNode) -> None:
     elif node.kind == "list" and isinstance(value, list) and node.items is not None:
         for item in value:
             _prune(item, node.items)
+
+
+def is_clean(obj: Any, schema: SchemaNode, *, raw: bytes | None = None) -> bool:
+    """Whether :func:`unknown_fields` (with ``raw``), :func:`prune_unknown` and
+    :func:`decoding_error` would all find nothing in ``obj``: one walk that builds no paths,
+    for the common case. False means "ask them" (it may be a false alarm: duplicate keys are
+    ruled out only when ``raw`` is ``obj`` as orjson writes it)."""
+    if raw is not None and orjson.dumps(obj) != raw.strip():
+        return False
+    if not isinstance(obj, dict) or (_PLANS.get(schema) or _plan(schema))[0] != _STRUCT:
+        return _clean(obj, schema)
+    for key, value in obj.items():
+        child = schema.field(key)
+        if child is None:
+            return False
+        if isinstance(value, dict | list) and value and child.type_name != _OBJECT_META:
+            if not _clean_part(value, child):
+                return False
+        elif value is not None and not _clean(value, child):
+            return False
+    return True
+
+
+def _clean_part(value: Any, node: SchemaNode) -> bool:
+    """:func:`_clean` of a whole part (a spec, a status), remembered by its JSON: parts recur
+    across writes (a label patch leaves the spec as it was; pods of one template share one).
+    Metadata never recurs (each write moves its resourceVersion) and is walked instead."""
+    try:
+        key = (node, orjson.dumps(value))
+    except TypeError:
+        return _clean(value, node)
+    known = _CLEAN.get(key)
+    if known is None:
+        known = _clean(value, node)
+        if len(_CLEAN) >= _CLEAN_LIMIT:
+            _CLEAN.clear()
+        _CLEAN[key] = known
+    return known
+
+
+_CLEAN: dict[tuple[SchemaNode, bytes], bool] = {}
+_CLEAN_LIMIT = 4096
+
+
+_STRUCT, _MAP, _LIST, _SCALAR, _QUANTITY, _FREE = range(6)
+_QUANTITY_TYPE = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+#: How each schema node's values are checked (the official nodes live as long as the process).
+_PLANS: dict[SchemaNode, tuple[int, Any]] = {}
+
+
+def _plan(node: SchemaNode) -> tuple[int, Any]:
+    """The check of :func:`_walk` and :func:`_first_undecodable` together, for one node."""
+    kind = node.kind
+    if node.type_name == _QUANTITY_TYPE:
+        plan: tuple[int, Any] = (_QUANTITY, None) if kind in ("scalar", "any") else (-1, None)
+    elif kind == "struct":
+        plan = (_STRUCT, {})  # the plans of its fields, as they are met
+    elif kind == "map":
+        plan = (_MAP, node.values) if node.values is not None else (_FREE, None)
+    elif kind == "list":
+        plan = (_LIST, node.items) if node.items is not None else (_FREE, None)
+    elif kind == "scalar" and "oneOf" not in node.body:
+        types = node.body.get("type")
+        wanted = types if isinstance(types, str) else next(iter(types or ["string"]), "string")
+        plan = (_SCALAR, wanted)
+    else:
+        plan = (_FREE, None)
+    _PLANS[node] = plan
+    return plan
+
+
+def _clean(value: Any, node: SchemaNode) -> bool:
+    if value is None:
+        return True
+    code, detail = _PLANS.get(node) or _plan(node)
+    if code == _STRUCT:
+        if isinstance(value, dict):
+            fields: dict[str, tuple[SchemaNode, int, Any]] = detail
+            for key, item in value.items():
+                known = fields.get(key)
+                if known is None:
+                    child = node.field(key)
+                    if child is None:
+                        return False
+                    known = fields[key] = (child, *(_PLANS.get(child) or _plan(child)))
+                if item is None:
+                    continue
+                child_code = known[1]
+                if child_code == _SCALAR:
+                    if not _scalar_fits(item, known[2]):
+                        return False
+                elif child_code != _FREE and not _clean(item, known[0]):
+                    return False
+        return True
+    if code == _SCALAR:
+        return _scalar_fits(value, detail)
+    if code == _LIST:
+        return not isinstance(value, list) or all(_clean(item, detail) for item in value)
+    if code == _MAP:
+        return not isinstance(value, dict) or all(_clean(item, detail) for item in value.values())
+    if code == _QUANTITY:
+        return _quantity_problem(value) is None
+    return code == _FREE
+
+
+def _scalar_fits(value: Any, wanted: str) -> bool:
+    """What :func:`_scalar_problem` accepts."""
+    if wanted == "string":
+        return isinstance(value, str)
+    if wanted == "boolean":
+        return isinstance(value, bool)
+    if wanted == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def strict_error(problems: Sequence[str], *, kind: str, version: str) -> errors.ApiError:

@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
+import orjson
+
 from kubemedic.model.quantities import Quantity, QuantityError, parse_quantity
 
 __all__ = ["default_object"]
@@ -38,7 +40,7 @@ def default_object(obj: Obj, *, group: str, version: str, kind: str) -> None:
     spec = obj.get("spec")
     if group == "" and version == "v1":
         if kind == "Pod":
-            _default_pod(obj)
+            _default_pod_remembered(obj)
         elif kind == "PodTemplate":
             _default_template(obj.get("template"))
         elif kind == "Service" and isinstance(spec, dict):
@@ -61,6 +63,35 @@ def default_object(obj: Obj, *, group: str, version: str, kind: str) -> None:
             _default_statefulset(spec)
         elif kind == "DaemonSet":
             _default_daemonset(spec)
+
+
+#: Pod specs as defaulted, by their JSON before: a pod's defaults depend on its spec alone, and
+#: the pods of one template (or the writes of one pod) share one.
+_DEFAULTED: dict[bytes, bytes] = {}
+_DEFAULTED_LIMIT = 4096
+
+
+def _default_pod_remembered(pod: Obj) -> None:
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    try:
+        key = orjson.dumps(spec)
+    except TypeError:
+        _default_pod(pod)
+        return
+    known = _DEFAULTED.get(key)
+    if known is None:
+        _default_pod(pod)
+        try:
+            after = orjson.dumps(pod["spec"])
+        except TypeError:
+            return
+        if len(_DEFAULTED) >= _DEFAULTED_LIMIT:
+            _DEFAULTED.clear()
+        _DEFAULTED[key] = after
+    elif known != key:
+        pod["spec"] = orjson.loads(known)
 
 
 def _default_pod(pod: Obj) -> None:

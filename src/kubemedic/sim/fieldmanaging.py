@@ -28,30 +28,65 @@ updates (``skipNonApplied``); the first apply credits its fields to ``before-fir
 Between managers, :func:`update_managers` moves changed fields to the writer, or raises
 :class:`Conflicts` for an applier that may not take them.
 
-Entries are sorted like ``sortEncodedManagedFields``: ``Apply`` before ``Update``, then by time
-(whole seconds), manager, apiVersion and subresource.
+Updates are recorded on the FieldsV1 documents themselves (:mod:`kubemedic.sim.fieldtrees`):
+a write costs a walk of what it changed, and entries it does not touch are written back as they
+were read. :func:`record_update_by_sets` states the same chain on sets of paths; the two must
+agree on every write. Entries, their decoding and their order are in
+:mod:`kubemedic.sim.fieldentries`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
-import math
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final, TypeAlias
 
+import orjson
+
 from kubemedic.model.fieldpaths import FieldPath
-from kubemedic.model.managedfields import ManagedFieldsError, decode_fieldsv1, encode_fieldsv1
-from kubemedic.sim import errors, fieldsets, naming
+from kubemedic.sim import fieldsets, fieldtrees
+from kubemedic.sim.fieldentries import (
+    FIELD_MANAGER_MAX_LENGTH,
+    Entry,
+    Identity,
+    Managed,
+    ManagedFieldsDecodeError,
+    decode_managed,
+    decode_stored,
+    encode_managed,
+    manager_name,
+    seconds,
+    validate_field_manager,
+)
 from kubemedic.sim.schema import SchemaNode
 
 FieldSet: TypeAlias = frozenset[FieldPath]
 Obj: TypeAlias = Mapping[str, Any]
 
-FIELD_MANAGER_MAX_LENGTH: Final = 128
+__all__ = [
+    "FIELD_MANAGER_MAX_LENGTH",
+    "MAX_UPDATE_MANAGERS",
+    "STRIPPED_FIELDS",
+    "Conflicts",
+    "Entry",
+    "FieldSet",
+    "Identity",
+    "Managed",
+    "ManagedFieldsDecodeError",
+    "decode_managed",
+    "decode_stored",
+    "encode_managed",
+    "manager_name",
+    "object_fieldset",
+    "record_update",
+    "record_update_by_sets",
+    "reset_fields",
+    "track_update",
+    "update_managers",
+    "validate_field_manager",
+    "without_managed_fields",
+]
+
 MAX_UPDATE_MANAGERS: Final = 10
 
 _META: Final = ("name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName")
@@ -67,108 +102,12 @@ STRIPPED_FIELDS: Final[FieldSet] = frozenset(
     )
 )
 
+_STRIPPED_DIFF: Final = fieldtrees.diff_of(fieldtrees.path_keys(path) for path in STRIPPED_FIELDS)
+
 _STATUS_EXTRA_RESETS: Final[Mapping[tuple[str, str], tuple[tuple[str, ...], ...]]] = {
     ("", "Pod"): (("metadata", "deletionTimestamp"), ("metadata", "ownerReferences")),
     ("apps", "Deployment"): (("metadata", "labels"),),
 }
-
-# --- managers --------------------------------------------------------------------------------
-
-
-def manager_name(field_manager: str | None, user_agent: str | None) -> str:
-    """The manager a write is recorded under: ``fieldManager`` if given, else the User-Agent
-    before its first ``/`` (unprintable characters dropped, cut at 128 bytes), else
-    ``unknown``. An explicit name is not shortened: :func:`validate_field_manager` rejects it."""
-    if field_manager:
-        return field_manager
-    prefix, size = [], 0
-    for char in (user_agent or "").split("/", 1)[0]:
-        if not char.isprintable():
-            continue
-        size += len(char.encode())
-        if size > FIELD_MANAGER_MAX_LENGTH:
-            break
-        prefix.append(char)
-    return "".join(prefix) or "unknown"
-
-
-def validate_field_manager(field_manager: str | None, *, options: str, apply: bool = False) -> None:
-    """422 as ``ValidateFieldManager`` (and, for apply, ``ValidatePatchOptions``); ``options``
-    is ``CreateOptions``, ``UpdateOptions`` or ``PatchOptions``."""
-    name = field_manager or ""
-    causes: list[errors.Cause] = []
-    if apply and not name:
-        message = "Required value: is required for apply patch"
-        causes.append(errors.Cause("FieldValueRequired", message, "fieldManager"))
-    if len(name.encode()) > FIELD_MANAGER_MAX_LENGTH:
-        message = f"Too long: must have at most {FIELD_MANAGER_MAX_LENGTH} bytes"
-        causes.append(errors.Cause("FieldValueTooLong", message, "fieldManager"))
-    position = 0
-    for char in name:
-        if not char.isprintable():
-            message = (
-                f"Invalid value: {naming.go_quote(name)}: invalid character "
-                f"U+{ord(char):04X} (at position {position})"
-            )
-            causes.append(errors.Cause("FieldValueInvalid", message, "fieldManager"))
-        position += len(char.encode())
-    if causes:
-        raise errors.invalid(options, "", causes, group="meta.k8s.io")
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """A manager as ``BuildManagerIdentifier`` sees it (appliers without apiVersion)."""
-
-    manager: str
-    operation: str
-    api_version: str
-    subresource: str = ""
-
-    @classmethod
-    def of(cls, manager: str, operation: str, api_version: str, subresource: str) -> Identity:
-        return cls(manager, operation, "" if operation == "Apply" else api_version, subresource)
-
-    @property
-    def key(self) -> str:
-        """The identifier's JSON, which the API server sorts managers by."""
-        names = ("manager", "operation", "apiVersion", "subresource")
-        values = (self.manager, self.operation, self.api_version, self.subresource)
-        return json.dumps(
-            {k: v for k, v in zip(names, values, strict=True) if v}, separators=(",", ":")
-        )
-
-    def describe(self) -> str:
-        """``printManager``: ``"kubectl-edit" using apps/v1``, ``"x" with subresource "status"``."""
-        text = naming.go_quote(self.manager)
-        if self.subresource:
-            text += f" with subresource {naming.go_quote(self.subresource)}"
-        return text + (f" using {self.api_version}" if self.operation == "Update" else "")
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One manager's fields; ``encoded`` is the stored entry, written back while nothing
-    changes, and ``fieldsv1`` the encoded ``fields``, kept while they do not change."""
-
-    fields: FieldSet
-    api_version: str
-    applied: bool
-    time: str | None
-    encoded: Obj | None = dataclasses.field(default=None, compare=False)
-    fieldsv1: Obj | None = dataclasses.field(default=None, compare=False)
-
-    def changed(self, **changes: Any) -> Entry:
-        same = changes.get("fields", self.fields) == self.fields
-        fieldsv1 = self.fieldsv1 if same else None
-        return dataclasses.replace(self, encoded=None, fieldsv1=fieldsv1, **changes)
-
-
-Managed: TypeAlias = dict[Identity, Entry]
-
-
-class ManagedFieldsDecodeError(ValueError):
-    """Stored or sent managedFields that the API server could not decode."""
 
 
 class Conflicts(Exception):
@@ -177,116 +116,6 @@ class Conflicts(Exception):
     def __init__(self, conflicts: Mapping[Identity, Collection[FieldPath]]) -> None:
         super().__init__(f"{sum(map(len, conflicts.values()))} conflicts")
         self.conflicts = dict(conflicts)
-
-
-def decode_managed(raw: object, *, keep: bool = False) -> Managed:
-    """``DecodeManagedFields``: the entries of ``metadata.managedFields`` by identity;
-    ``keep`` remembers each entry as given, to write it back while it does not change."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, list):
-        raise ManagedFieldsDecodeError("managedFields must be a list")
-    managed: Managed = {}
-    for i, item in enumerate(raw):
-        if not isinstance(item, Mapping):
-            raise ManagedFieldsDecodeError(f"managed fields entry {i} is not an object")
-        operation, version, kind = (
-            item.get("operation"),
-            item.get("apiVersion"),
-            item.get("fieldsType"),
-        )
-        if operation not in ("Apply", "Update"):
-            raise ManagedFieldsDecodeError("operation must be `Apply` or `Update`")
-        if not isinstance(version, str) or not version:
-            raise ManagedFieldsDecodeError("apiVersion must not be empty")
-        if kind != "FieldsV1":
-            problem = "invalid fieldsType" if kind else "missing fieldsType"
-            raise ManagedFieldsDecodeError(f"{problem} in managed fields entry {i}")
-        try:
-            fields = decode_fieldsv1(item.get("fieldsV1") or {})
-        except ManagedFieldsError as err:
-            raise ManagedFieldsDecodeError(f"error decoding set: {err}") from None
-        time = item.get("time")
-        manager, subresource = str(item.get("manager") or ""), str(item.get("subresource") or "")
-        managed[Identity.of(manager, str(operation), version, subresource)] = Entry(
-            fields,
-            version,
-            operation == "Apply",
-            time if isinstance(time, str) else None,
-            item if keep else None,
-            item.get("fieldsV1") if keep else None,
-        )
-    return managed
-
-
-def encode_managed(managed: Managed) -> list[dict[str, Any]]:
-    """The ``metadata.managedFields`` list, in the API server's order. The list is remembered
-    with ``managed``, so the next write to the object need not decode it again."""
-    entries: list[tuple[Identity, Entry, dict[str, Any]]] = []
-    for identity, entry in managed.items():
-        if entry.encoded is not None:
-            entries.append((identity, entry, dict(entry.encoded)))
-            continue
-        out: dict[str, Any] = {"manager": identity.manager} if identity.manager else {}
-        out["operation"] = "Apply" if entry.applied else identity.operation
-        out["apiVersion"] = entry.api_version
-        if entry.time is not None:
-            out["time"] = entry.time
-        out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = entry.fieldsv1 or encode_fieldsv1(entry.fields)
-        if identity.subresource:
-            out["subresource"] = identity.subresource
-        entries.append((identity, entry, out))
-    entries.sort(key=lambda t: _order(t[2]))
-    encoded = [out for _, _, out in entries]
-    remembered = {
-        identity: dataclasses.replace(entry, encoded=out, fieldsv1=out["fieldsV1"])
-        for identity, entry, out in entries
-    }
-    _remember(encoded, remembered)
-    return encoded
-
-
-def _order(entry: Obj) -> tuple[str, int, str, str, str]:
-    """``sortEncodedManagedFields``."""
-    return (
-        entry["operation"],
-        _seconds(entry.get("time")),
-        entry.get("manager", ""),
-        entry["apiVersion"],
-        entry.get("subresource", ""),
-    )
-
-
-@functools.lru_cache(maxsize=4096)
-def _seconds(time: str | None) -> int:
-    try:
-        return math.floor(datetime.fromisoformat(time).timestamp()) if time else 0
-    except ValueError:
-        return 0
-
-
-_STORED: dict[int, tuple[list[Any], Managed]] = {}
-_STORED_LIMIT: Final = 4096
-
-
-def decode_stored(raw: object) -> Managed:
-    """:func:`decode_managed` of a stored object's managedFields, remembered while the store
-    keeps that list (it is replaced, never changed in place, on every write)."""
-    if not isinstance(raw, list):
-        return decode_managed(raw)
-    hit = _STORED.get(id(raw))
-    if hit is not None and hit[0] is raw:
-        return dict(hit[1])
-    managed = decode_managed(raw, keep=True)
-    _remember(raw, managed)
-    return dict(managed)
-
-
-def _remember(raw: list[Any], managed: Managed) -> None:
-    if len(_STORED) >= _STORED_LIMIT:
-        del _STORED[next(iter(_STORED))]
-    _STORED[id(raw)] = (raw, managed)
 
 
 # --- what a write touches --------------------------------------------------------------------
@@ -301,7 +130,11 @@ def object_fieldset(obj: Obj, schema: SchemaNode | None, *, strip: bool = True) 
 
 def reset_fields(*, group: str, kind: str, schema: SchemaNode | None, subresource: str) -> FieldSet:
     """Paths the resource's strategy resets on writes through ``subresource`` (untracked)."""
+    return _reset_fields(group, kind, schema, subresource)
 
+
+@functools.lru_cache(maxsize=256)
+def _reset_fields(group: str, kind: str, schema: SchemaNode | None, subresource: str) -> FieldSet:
     def has(name: str) -> bool:
         return schema is None or schema.field(name) is not None
 
@@ -372,7 +205,28 @@ def record_update(
     """One ``Update`` through the chain below ``skipNonApplied``: the writer gains what changed.
 
     Raises :class:`~kubemedic.sim.fieldsets.TypedError` when an object does not fit its schema.
+    Works on FieldsV1 trees, and on field sets (:func:`record_update_by_sets`, which it must
+    equal) only for lists that repeat a key.
     """
+    if not _record_by_trees(
+        managed, live, new, writer=writer, schema=schema, time=time, ignored=ignored
+    ):
+        record_update_by_sets(
+            managed, live, new, writer=writer, schema=schema, time=time, ignored=ignored
+        )
+
+
+def record_update_by_sets(
+    managed: Managed,
+    live: Obj,
+    new: Obj,
+    *,
+    writer: Identity,
+    schema: SchemaNode | None,
+    time: str,
+    ignored: Collection[FieldPath],
+) -> None:
+    """:func:`record_update` as ``Updater.update`` states it, on sets of field paths."""
     comparison = fieldsets.compare(live, new, schema)
     update_managers(managed, comparison, writer=None, ignored=ignored, force=True)
     changed = (comparison.modified | comparison.added) - comparison.removed
@@ -386,12 +240,72 @@ def record_update(
     _cap_update_managers(managed)
 
 
+def _record_by_trees(
+    managed: Managed,
+    live: Obj,
+    new: Obj,
+    *,
+    writer: Identity,
+    schema: SchemaNode | None,
+    time: str,
+    ignored: Collection[FieldPath],
+) -> bool:
+    """:func:`record_update` on FieldsV1 trees (:mod:`kubemedic.sim.fieldtrees`): the same
+    entries, without a field set built or a document encoded again. False, with ``managed``
+    untouched, for a list repeating a key, which only the set-based walk handles."""
+    try:
+        changed, removed = fieldtrees.compare(live, new, schema)
+    except fieldtrees.Duplicates:
+        return False
+    prefixes = _prefix_keys(ignored)
+    fieldtrees.cut(changed, prefixes)
+    fieldtrees.cut(removed, prefixes)
+    for identity, entry in list(managed.items()):
+        tree = entry.tree
+        kept = tree
+        if changed:
+            kept = fieldtrees.minus(kept, changed)
+        if removed:
+            kept = fieldtrees.minus(kept, removed)
+        if not kept:
+            del managed[identity]
+        elif kept is not tree:
+            managed[identity] = entry.changed(tree=kept)
+    fieldtrees.strip(changed, _STRIPPED_DIFF)
+    if changed:
+        previous = managed.get(writer)
+        if previous is None:
+            document = fieldtrees.document(changed)
+            managed[writer] = Entry(None, writer.api_version, False, time, tree=document)
+        else:
+            merged = fieldtrees.union(previous.tree, changed)
+            managed[writer] = previous.changed(tree=merged, time=time)
+    _cap_update_managers(managed)
+    return True
+
+
+def _prefix_keys(ignored: Collection[FieldPath]) -> list[fieldtrees.Keys]:
+    if isinstance(ignored, frozenset):
+        known = _PREFIXES.get(ignored)
+        if known is None:
+            if len(_PREFIXES) >= 256:
+                _PREFIXES.clear()
+            known = _PREFIXES[ignored] = [fieldtrees.path_keys(path) for path in ignored]
+        return known
+    return [fieldtrees.path_keys(path) for path in ignored]
+
+
+_PREFIXES: dict[frozenset[FieldPath], list[fieldtrees.Keys]] = {}
+
+
 def _cap_update_managers(managed: Managed) -> None:
     """``capManagersManager``: fold the oldest ``Update`` entries into ``ancient-changes``."""
+    if len(managed) <= MAX_UPDATE_MANAGERS:
+        return
     updaters = [identity for identity, entry in managed.items() if not entry.applied]
     if len(updaters) <= MAX_UPDATE_MANAGERS:
         return
-    updaters.sort(key=lambda i: (_seconds(managed[i].time), i.key))
+    updaters.sort(key=lambda i: (seconds(managed[i].time), i.key))
     first_of_version: dict[str, Identity] = {}
     length = len(updaters)
     for identity in updaters:
@@ -456,8 +370,7 @@ def track_update(
     if not isinstance(meta, dict):
         meta = new["metadata"] = {}
     group, kind = api_version.rpartition("/")[0], str(new.get("kind") or "")
-    live = old if old is not None else fieldsets.typed_zero(group=group, kind=kind, schema=schema)
-    stored, sent = _meta(live).get("managedFields"), meta.pop("managedFields", None)
+    stored, sent = _meta(old).get("managedFields"), meta.pop("managedFields", None)
     managed = _decode_live_or_new(stored, sent, subresource=subresource)
     if not managed and _meta(old).get("uid"):
         return  # skipNonApplied: an existing untracked object stays untracked until applied
@@ -465,16 +378,94 @@ def track_update(
         reset = reset_fields(group=group, kind=kind, schema=schema, subresource=subresource)
     writer = Identity.of(manager or "unknown", "Update", api_version, subresource)
     try:
-        record_update(
-            managed,
-            without_managed_fields(live),
-            new,
-            writer=writer,
-            schema=schema,
-            time=time,
-            ignored=reset,
-        )
+        if old is None and not managed:
+            created = _record_create(new, writer=writer, schema=schema, time=time, ignored=reset)
+            if created is None:
+                return
+            managed = created
+        else:
+            live = (
+                old
+                if old is not None
+                else fieldsets.typed_zero(group=group, kind=kind, schema=schema)
+            )
+            record_update(
+                managed,
+                without_managed_fields(live),
+                new,
+                writer=writer,
+                schema=schema,
+                time=time,
+                ignored=reset,
+            )
     except fieldsets.TypedError:
         return
     if managed:
         meta["managedFields"] = encode_managed(managed)
+
+
+#: What creates from nothing gave their writer, by the created object's JSON without the values
+#: of :data:`STRIPPED_FIELDS` (which never reach an entry): the pods of one template, the events
+#: of one kind differ in little else. ``False``: the object does not fit its schema.
+_CREATED: dict[tuple[object, ...], fieldtrees.Tree | bool] = {}
+_CREATED_LIMIT: Final = 4096
+_STRIPPED_META: Final = frozenset(
+    path.elements[1].field_name for path in STRIPPED_FIELDS if len(path) == 2
+)
+
+
+def _record_create(
+    new: Obj,
+    *,
+    writer: Identity,
+    schema: SchemaNode | None,
+    time: str,
+    ignored: Collection[FieldPath],
+) -> Managed | None:
+    """:func:`record_update` of ``new`` over the kind's zero value into no entries (None when
+    ``new`` does not fit its schema)."""
+    key = _create_key(new, schema=schema, ignored=ignored)
+    known = _CREATED.get(key, True) if key is not None else True
+    if known is True:
+        group = writer.api_version.rpartition("/")[0]
+        zero = fieldsets.typed_zero(group=group, kind=str(new.get("kind") or ""), schema=schema)
+        managed: Managed = {}
+        try:
+            record_update(
+                managed, zero, new, writer=writer, schema=schema, time=time, ignored=ignored
+            )
+        except fieldsets.TypedError:
+            known = False
+        else:
+            known = managed[writer].tree if managed else {}
+        if key is not None:
+            if len(_CREATED) >= _CREATED_LIMIT:
+                _CREATED.clear()
+            _CREATED[key] = known
+    if known is False:
+        return None
+    if not known:
+        return {}
+    assert isinstance(known, dict)
+    return {writer: Entry(None, writer.api_version, False, time, tree=known)}
+
+
+def _create_key(
+    new: Obj, *, schema: SchemaNode | None, ignored: Collection[FieldPath]
+) -> tuple[object, ...] | None:
+    shown = {k: None if k in ("apiVersion", "kind") and _scalar(v) else v for k, v in new.items()}
+    meta = new.get("metadata")
+    if isinstance(meta, Mapping):
+        shown["metadata"] = {
+            k: None if k in _STRIPPED_META and _scalar(v) else v for k, v in meta.items()
+        }
+    try:
+        text = orjson.dumps(shown)
+    except TypeError:
+        return None
+    cut = tuple(sorted(_prefix_keys(ignored)))
+    return (schema, str(new.get("kind") or ""), cut, text)
+
+
+def _scalar(value: object) -> bool:
+    return not isinstance(value, dict | list)

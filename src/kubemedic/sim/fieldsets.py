@@ -144,19 +144,37 @@ class Shape:
         return node.values, False
 
 
-_LEAF: Final = Shape("leaf")
+LEAF: Final = Shape("leaf")
+_LEAF: Final = LEAF
 _UNTYPED_MAP: Final = Shape("map")
+#: The container shape of each schema node met (the official definitions' nodes live as long as
+#: the process, and there are a few thousand of them).
+_SHAPES: dict[SchemaNode, Shape] = {}
 
 
 def shape_of(node: SchemaNode | None, value: Any) -> Shape:
     """The shape of ``value`` under ``node``; ``null`` takes its container's shape (empty)."""
-    is_map = value is None or isinstance(value, dict)
-    if node is None or node.kind == "any":
-        return _UNTYPED_MAP if is_map else _LEAF
+    if node is None:
+        return _UNTYPED_MAP if value is None or isinstance(value, dict) else _LEAF
+    shape = _SHAPES.get(node)
+    if shape is None:
+        shape = _SHAPES[node] = _container_shape(node)
+    kind = shape.kind
+    if kind == "map":
+        return shape if value is None or isinstance(value, dict) else _LEAF
+    if kind == "leaf":
+        return _LEAF
+    return shape if value is None or isinstance(value, list) else _LEAF
+
+
+def _container_shape(node: SchemaNode) -> Shape:
+    """What a node's values are walked as when they have the node's container type."""
     kind = node.kind
+    if kind == "any":
+        return _UNTYPED_MAP
     if kind in ("struct", "map"):
-        return Shape("map", node) if is_map and node.map_type != "atomic" else _LEAF
-    if kind == "list" and (value is None or isinstance(value, list)):
+        return Shape("map", node) if node.map_type != "atomic" else _LEAF
+    if kind == "list":
         if node.list_type == "map":
             return Shape("keyed", node.items, node.list_map_keys)
         if node.list_type == "set":

@@ -16,7 +16,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from email.utils import format_datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -24,7 +23,7 @@ from aiohttp import web
 
 from kubemedic import __version__
 from kubemedic.sim import converting, crds, errors, fieldmanaging, reading, subresources, tabulating
-from kubemedic.sim.clock import rfc3339_micro
+from kubemedic.sim.clock import http_date, rfc3339_micro
 from kubemedic.sim.resources import Resource
 from kubemedic.sim.storing import Key, Obj
 from kubemedic.sim.writing import DeleteOptions, WriteOptions
@@ -106,7 +105,7 @@ class Handler:
             failure = errors.internal(f"{type(exc).__name__}: {exc}")
             response = json_response(failure.to_status(), status=500)
         if not response.prepared:
-            response.headers["Date"] = format_datetime(self.server.clock.now(), usegmt=True)
+            response.headers["Date"] = http_date(self.server.clock.now())
         return response
 
     # routing ---------------------------------------------------------------------------------
@@ -365,7 +364,7 @@ class Handler:
         if len(page.entries) < _STREAM_ITEMS:
             return json_response(reading.list_body(res, page))
         response = web.StreamResponse(headers={"Content-Type": _JSON})
-        response.headers["Date"] = format_datetime(self.server.clock.now(), usegmt=True)
+        response.headers["Date"] = http_date(self.server.clock.now())
         await response.prepare(request)
         for chunk in reading.list_chunks(res, page):
             await response.write(chunk)

@@ -18,6 +18,7 @@ people match on these strings.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -83,7 +84,13 @@ def regex_error(message: str, pattern: str, *examples: str) -> str:
 
 
 def matches(pattern: str, value: str) -> bool:
-    return re.fullmatch(pattern, value) is not None
+    compiled = _COMPILED.get(pattern)
+    if compiled is None:
+        compiled = _COMPILED[pattern] = re.compile(pattern)
+    return compiled.fullmatch(value) is not None
+
+
+_COMPILED: dict[str, re.Pattern[str]] = {}
 
 
 def max_len(limit: int) -> str:
@@ -91,6 +98,11 @@ def max_len(limit: int) -> str:
 
 
 def dns1123_label(value: str) -> list[str]:
+    return list(_dns1123_label(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _dns1123_label(value: str) -> tuple[str, ...]:
     problems = [max_len(63)] if len(value) > 63 else []
     if not matches(_LABEL, value):
         problems.append(
@@ -102,10 +114,15 @@ def dns1123_label(value: str) -> list[str]:
                 _LABEL, "my-name", "123-abc",
             )
         )  # fmt: skip
-    return problems
+    return tuple(problems)
 
 
 def dns1123_subdomain(value: str) -> list[str]:
+    return list(_dns1123_subdomain(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _dns1123_subdomain(value: str) -> tuple[str, ...]:
     problems = [max_len(253)] if len(value) > 253 else []
     if not matches(_SUBDOMAIN, value):
         problems.append(
@@ -115,10 +132,15 @@ def dns1123_subdomain(value: str) -> list[str]:
                 _SUBDOMAIN, "example.com",
             )
         )  # fmt: skip
-    return problems
+    return tuple(problems)
 
 
 def dns1035_label(value: str) -> list[str]:
+    return list(_dns1035_label(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _dns1035_label(value: str) -> tuple[str, ...]:
     problems = [max_len(63)] if len(value) > 63 else []
     if not matches(_DNS1035, value):
         problems.append(
@@ -128,17 +150,22 @@ def dns1035_label(value: str) -> list[str]:
                 _DNS1035, "my-name", "abc-123",
             )
         )  # fmt: skip
-    return problems
+    return tuple(problems)
 
 
 def qualified_name(value: str) -> list[str]:
+    return list(_qualified_name(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _qualified_name(value: str) -> tuple[str, ...]:
     parts = value.split("/")
     if len(parts) > 2:
-        return [
+        return (
             "a qualified name "
             + regex_error(_QNAME_MESSAGE, _QNAME, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     problems: list[str] = []
     name = parts[-1]
     if len(parts) == 2:
@@ -154,7 +181,7 @@ def qualified_name(value: str) -> list[str]:
         problems.append(
             "name part " + regex_error(_QNAME_MESSAGE, _QNAME, "MyName", "my.name", "123-abc")
         )
-    return problems
+    return tuple(problems)
 
 
 _QNAME_MESSAGE = (
@@ -164,6 +191,11 @@ _QNAME_MESSAGE = (
 
 
 def label_value(value: str) -> list[str]:
+    return list(_label_value(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _label_value(value: str) -> tuple[str, ...]:
     problems = [max_len(63)] if len(value) > 63 else []
     if not matches(_LABEL_VALUE, value):
         problems.append(
@@ -173,7 +205,7 @@ def label_value(value: str) -> list[str]:
                 _LABEL_VALUE, "MyValue", "my_value", "12345",
             )
         )  # fmt: skip
-    return problems
+    return tuple(problems)
 
 
 def port_name(value: str) -> list[str]:
@@ -298,8 +330,24 @@ def names(path: str, value: str, problems: list[str]) -> list[Cause]:
 
 def labels(labels: Any, path: str) -> list[Cause]:
     """``ValidateLabels``: qualified-name keys and label values."""
-    causes: list[Cause] = []
     labels = as_map(labels)
+    if all(type(value) is str for value in labels.values()):
+        return list(_string_labels(path, tuple(labels.items())))
+    return _labels(labels, path)
+
+
+@functools.lru_cache(maxsize=8192)
+def _string_labels(path: str, items: tuple[tuple[str, str], ...]) -> tuple[Cause, ...]:
+    return tuple(cause for key, value in sorted(items) for cause in _label(path, key, value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _label(path: str, key: str, value: str) -> tuple[Cause, ...]:
+    return (*names(path, key, qualified_name(key)), *names(path, value, label_value(value)))
+
+
+def _labels(labels: Mapping[str, Any], path: str) -> list[Cause]:
+    causes: list[Cause] = []
     for key in sorted(labels):
         causes += names(path, key, qualified_name(key))
         causes += names(path, str(labels[key]), label_value(str(labels[key])))

@@ -19,7 +19,8 @@ Errors are :class:`PatchError` carrying the status code the real handler answers
 422 when it does not apply (the Status then says "the server rejected our request due to an
 error in our request" with the library's message as an ``UnexpectedServerResponse`` cause),
 413 beyond 10,000 operations and 500 for errors the handler does not classify.
-:meth:`PatchError.to_api_error` builds that exact Status. Inputs are never mutated.
+:meth:`PatchError.to_api_error` builds that exact Status. Inputs are never mutated (a strategic
+merge's result shares the parts the patch leaves alone with the original).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
+
+import orjson
 
 from kubemedic.sim import errors
 from kubemedic.sim.schema import SchemaNode
@@ -87,11 +90,24 @@ def strategic_merge_patch(
 
 
 def clone(value: Any) -> Any:
-    """A deep copy of a JSON value (much faster than ``copy.deepcopy`` on plain data)."""
+    """A deep copy of a JSON value (much faster than ``copy.deepcopy`` on plain data): through
+    orjson, unless that would not give the value back (tuples, NaN, huge integers)."""
+    if isinstance(value, dict | list):
+        try:
+            copied = orjson.loads(orjson.dumps(value))
+        except TypeError:
+            return _clone(value)
+        if copied == value:
+            return copied
+        return _clone(value)
+    return value
+
+
+def _clone(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: clone(v) for k, v in value.items()}
+        return {k: _clone(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [clone(v) for v in value]
+        return [_clone(v) for v in value]
     return value
 
 

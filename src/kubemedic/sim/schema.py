@@ -133,32 +133,32 @@ class SchemaNode:
         item = self.body.get("items")
         return self.defs.resolve(item) if isinstance(item, Mapping) else None
 
-    @property
+    @cached_property
     def patch_strategies(self) -> frozenset[str]:
         """Strategic-merge strategies (``merge``, ``replace``, ``retainKeys``), possibly none."""
         raw = self.body.get("x-kubernetes-patch-strategy", "")
         return frozenset(s for s in str(raw).split(",") if s)
 
-    @property
+    @cached_property
     def patch_merge_key(self) -> str | None:
         key = self.body.get("x-kubernetes-patch-merge-key")
         return None if key is None else str(key)
 
-    @property
+    @cached_property
     def list_type(self) -> str:
         """Server-side apply list type: ``atomic`` (the default), ``set`` or ``map``."""
         return str(self.body.get("x-kubernetes-list-type", "atomic"))
 
-    @property
+    @cached_property
     def list_map_keys(self) -> tuple[str, ...]:
         return tuple(self.body.get("x-kubernetes-list-map-keys", ()))
 
-    @property
+    @cached_property
     def map_type(self) -> str:
         """Server-side apply map/struct type: ``granular`` (the default) or ``atomic``."""
         return str(self.body.get("x-kubernetes-map-type", "granular"))
 
-    @property
+    @cached_property
     def is_int_or_string(self) -> bool:
         return self.type_name == "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 

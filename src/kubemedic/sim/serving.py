@@ -3,12 +3,17 @@
 The kubeconfig is written only once the port is bound and the server answers, so a script can
 wait for the file to appear and then use it (``kubectl --kubeconfig FILE get nodes``). The file
 is written atomically (a temporary file renamed into place), so a reader never sees half of it.
+
+What the process holds once loaded (the schema definitions, a snapshot's objects) lives until it
+exits, so it is moved out of the cyclic garbage collector's sight before serving: otherwise every
+full collection would walk each loaded object again, a pause that grows with the snapshot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import tempfile
@@ -87,6 +92,8 @@ async def serve(
     server: ApiServer, options: ServeOptions, *, ready: Callable[[ApiServer], None] | None = None
 ) -> None:
     """Serve until a stop signal; ``ready`` is called once the port answers."""
+    gc.collect()
+    gc.freeze()
     port = await server.start(port=options.port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -43,6 +43,11 @@ class Entry:
         self.written = written
         self._json: bytes | None = None
 
+    def warm(self) -> None:
+        """Serialise now rather than on the first read."""
+        if self._json is None:
+            self._json = orjson.dumps(self.obj)
+
     @property
     def json(self) -> bytes:
         if self._json is None:

@@ -26,7 +26,8 @@ Custom resources have no Go struct: the server answers 415 to a strategic merge 
 schemaless subtree, maps merge as in a merge patch and lists are replaced. Errors are
 :class:`~kubemedic.sim.patching.PatchError` with the server's wording and code (400 for
 malformed directives, 422 for lists of lists, 500 for errors the handler does not classify).
-Inputs are never mutated.
+Inputs are never mutated; the result shares what the patch leaves alone with the original
+object, so copy it before changing it in place.
 """
 
 from __future__ import annotations
@@ -59,14 +60,39 @@ def strategic_merge_patch(
         kinds = {GO_SLICE: "array", "bool": "bool", "int64": "number", "float64": "number"}
         kind = kinds.get(gotype(patch), "string")
         raise PatchError(f"json: cannot unmarshal {kind} into Go value of type {GO_MAP}", code=400)
-    return _merge_map(clone(original), clone(patch), schema)
+    copied: Obj = clone(patch)
+    return _merge_map(_copy_along(original, copied), copied, schema)
+
+
+def _copy_along(original: Mapping[str, Any], patch: Obj) -> Obj:
+    """``original`` copied as deep as the merge of ``patch`` may change it: along the keys the
+    patch names, and whole below a directive (which may touch any key); the rest is shared."""
+    for key in patch:
+        if key.startswith("$"):
+            copied: Obj = clone(dict(original))
+            return copied
+    out = dict(original)
+    for key, value in patch.items():
+        current = out.get(key)
+        if isinstance(current, dict) and isinstance(value, dict):
+            out[key] = _copy_along(current, value)
+        elif isinstance(current, dict | list):
+            out[key] = clone(current)
+    return out
 
 
 # --- schema lookups (LookupPatchMetadataForStruct / ForSlice) ---------------------------------
 
 
 def _strategy(node: SchemaNode) -> str:
-    return min(node.patch_strategies - {"retainKeys"}, default="")
+    strategy = _STRATEGIES.get(node)
+    if strategy is None:
+        strategy = _STRATEGIES[node] = min(node.patch_strategies - {"retainKeys"}, default="")
+    return strategy
+
+
+#: The merge strategy of each schema node met (the official nodes live as long as the process).
+_STRATEGIES: dict[SchemaNode, str] = {}
 
 
 def _lookup(schema: Node, key: str) -> tuple[Node, str]:

@@ -16,6 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from kubemedic.model.quantities import QuantityError, parse_quantity
 from kubemedic.sim import defaulting, naming
 from kubemedic.sim.errors import Cause
@@ -31,8 +33,34 @@ _EMPTY_KEY_OPERATOR = (
 )
 
 
+#: Results of the pure checks below by the JSON of their input: a write that leaves a spec as it
+#: was (a label patch, a status update) is not validated again from scratch.
+_MEMO: dict[tuple[str, bytes], Any] = {}
+_MEMO_LIMIT = 4096
+
+
+def _memo_key(what: str, value: Any) -> tuple[str, bytes] | None:
+    try:
+        key = (what, orjson.dumps(value))
+    except TypeError:
+        return None
+    if len(_MEMO) >= _MEMO_LIMIT:
+        _MEMO.clear()
+    return key
+
+
 def pod_spec(spec: Mapping[str, Any], path: str) -> list[Cause]:
     """``ValidatePodSpec`` of the pod spec at ``path`` (``spec``, ``spec.template.spec``)."""
+    key = _memo_key(f"pod_spec {path}", spec)
+    known = _MEMO.get(key) if key is not None else None
+    if known is None:
+        known = tuple(_pod_spec(spec, path))
+        if key is not None:
+            _MEMO[key] = known
+    return list(known)
+
+
+def _pod_spec(spec: Mapping[str, Any], path: str) -> list[Cause]:
     causes: list[Cause] = []
     volumes: set[str] = set()
     for index, volume in naming.dicts(spec.get("volumes")):
@@ -264,7 +292,19 @@ def _tolerations(tolerations: Any, path: str) -> list[Cause]:
 
 def defaulted_spec(old: Mapping[str, Any], *, group: str, kind: str) -> Mapping[str, Any]:
     """The stored spec as the real server reads it: defaulted when decoded from storage, so an
-    object loaded without its defaults does not look changed by an update that has them."""
+    object loaded without its defaults does not look changed by an update that has them.
+    Callers must not change what they are given (it is remembered for the next write)."""
+    key = _memo_key(f"defaulted {group}/{kind}", old.get("spec"))
+    known = _MEMO.get(key) if key is not None else None
+    if known is None:
+        known = _defaulted_spec(old, group=group, kind=kind)
+        if key is not None:
+            _MEMO[key] = known
+    spec: Mapping[str, Any] = known
+    return spec
+
+
+def _defaulted_spec(old: Mapping[str, Any], *, group: str, kind: str) -> Mapping[str, Any]:
     copied: dict[str, Any] = json.loads(json.dumps({"spec": old.get("spec")}))
     defaulting.default_object(copied, group=group, version="v1", kind=kind)
     return naming.as_map(copied.get("spec"))
@@ -275,6 +315,18 @@ def _pod(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
     causes = pod_spec(spec, "spec")
     if old is None:
         return causes
+    key = _memo_key("pod update", (spec, old.get("spec")))
+    known = _MEMO.get(key) if key is not None else None
+    if known is None:
+        known = tuple(_pod_update(spec, old))
+        if key is not None:
+            _MEMO[key] = known
+    return causes + list(known)
+
+
+def _pod_update(spec: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    """``ValidatePodUpdate`` beyond the spec rules (a pure function of both specs)."""
+    causes: list[Cause] = []
     old_spec = defaulted_spec(old, group="", kind="Pod")
     for part in ("containers", "initContainers"):
         new_list, old_list = naming.as_list(spec.get(part)), naming.as_list(old_spec.get(part))

@@ -87,6 +87,7 @@ class Writer:
         self.clock = clock
         self.defs = defs
         self._ip_index = 0
+        self._now: tuple[float, str] = (float("nan"), "")
         #: Whether a pod's graceful deletion completes by itself when its grace period ends
         #: (the stand-in for a kubelet; the simulator's kubelets turn it off).
         self.stand_in_kubelet = True
@@ -94,7 +95,12 @@ class Writer:
     # helpers -----------------------------------------------------------------------------
 
     def now(self) -> str:
-        return rfc3339(self.clock.now())
+        """The clock's time in RFC 3339 (whole seconds: one formatting per second)."""
+        moment = self.clock.now()
+        second = moment.timestamp() // 1
+        if second != self._now[0]:
+            self._now = (second, rfc3339(moment))
+        return self._now[1]
 
     def schema(self, res: Resource) -> SchemaNode | None:
         if res.custom:
@@ -107,13 +113,22 @@ class Writer:
             raise errors.not_found(res.plural, key[1], group=res.group)
         return entry
 
-    def _decode(self, res: Resource, body: Any, opts: WriteOptions) -> Obj:
+    def _decode(
+        self, res: Resource, body: Any, opts: WriteOptions, *, stored_managed: object = None
+    ) -> Obj:
+        """The body as the decoder leaves it (a copy). ``stored_managed``: the stored object's
+        managedFields list, kept by identity (not copied) if the body still holds it."""
         if not isinstance(body, dict):
             raise errors.bad_request(
                 f"the body of the request was not a {res.kind} object: got {type(body).__name__}"
             )
-        obj: Obj = clone(body)
+        obj: Obj = _copy_keeping(body, stored_managed)
         schema = self.schema(res)
+        if schema is not None and decoding.is_clean(
+            obj, schema, raw=opts.raw if opts.field_validation != "Ignore" else None
+        ):
+            return obj
+        obj = clone(body)  # pruning below changes the copy in place, the kept list too
         if opts.field_validation != "Ignore":
             problems = decoding.unknown_fields(obj, schema, raw=opts.raw)
             if problems and opts.field_validation == "Strict":
@@ -126,6 +141,13 @@ class Writer:
         return obj
 
     def _check_type(self, res: Resource, obj: Obj) -> None:
+        meta = obj.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise errors.bad_request(
+                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
+                f"json: cannot unmarshal {_json_type(meta)} into Go struct field "
+                f"{res.kind}.metadata of type v1.ObjectMeta"
+            )
         kind = obj.get("kind")
         api_version = obj.get("apiVersion")
         if kind not in (None, "", res.kind) or api_version not in (None, "", res.api_version):
@@ -358,7 +380,7 @@ class Writer:
         entry = self.existing(res, key)
         patch = _load_json(body)
         schema = self.schema(res)
-        current = _without_server_noise(entry.obj)
+        current = entry.obj  # the patch engines never change their inputs
         try:
             if kind == "json":
                 patched = patching.json_patch(current, patch)
@@ -373,7 +395,8 @@ class Writer:
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch did not produce an object")
         opts.raw = None
-        obj = self._decode(res, patched, opts)
+        stored_managed = entry.obj.get("metadata", {}).get("managedFields")
+        obj = self._decode(res, patched, opts, stored_managed=stored_managed)
         self._check_type(res, obj)
         given_rv = str(obj.get("metadata", {}).get("resourceVersion") or "")
         if given_rv and given_rv != str(entry.rv):
@@ -516,6 +539,19 @@ def _suffix() -> str:
     return "".join(secrets.choice(alphabet) for _ in range(5))
 
 
+def _json_type(value: Any) -> str:
+    """The JSON type name Go's decoder reports (``string``, ``number``, ``array``, ...)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
 def _load_json(body: bytes) -> Any:
     try:
         return orjson.loads(body)
@@ -536,8 +572,17 @@ def _load_yaml_or_json(body: bytes) -> Any:
         raise errors.bad_request(f"error decoding YAML: {exc}") from exc
 
 
-def _without_server_noise(obj: Obj) -> Obj:
-    copied: Obj = clone(obj)
+def _copy_keeping(body: Obj, managed: object) -> Obj:
+    """:func:`clone` of ``body``, but for its ``metadata.managedFields`` if that is ``managed``
+    (a patch that leaves them as stored: they are compared, never changed, on the way)."""
+    meta = body.get("metadata")
+    if managed is None or not isinstance(meta, dict) or meta.get("managedFields") is not managed:
+        copied: Obj = clone(body)
+        return copied
+    rest = {k: v for k, v in meta.items() if k != "managedFields"}
+    copied = clone({**body, "metadata": rest})
+    copied_meta = copied["metadata"]
+    copied["metadata"] = {k: managed if k == "managedFields" else copied_meta[k] for k in meta}
     return copied
 
 

@@ -33,3 +33,22 @@ def test_scan_benchmark_runs_end_to_end_on_a_small_cluster(tmp_path: Path) -> No
     kinds = {body["kind"] for body in loaded.bodies}
     assert {"Node", "Pod", "Event", "Deployment", "ReplicaSet"} <= kinds
     assert sum(1 for body in loaded.bodies if body["kind"] == "Pod") >= 600
+
+
+@pytest.mark.timeout(300)
+def test_apiserver_benchmark_runs_end_to_end_on_a_small_cluster() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "apiserver.py"),
+            *("--pods", "600", "--writes", "200", "--watchers", "3", "--stream-seconds", "1"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    assert "list of 600 pods" in result.stdout
+    for line in ("creates (sequential)", "patches (4 in flight)", "watch: 3 watchers"):
+        assert line in result.stdout

@@ -96,6 +96,7 @@ class Store:
         self._wall = wall
         self._objects: dict[str, dict[Key, Entry]] = {}
         self._sorted: dict[str, list[Key]] = {}
+        self._added: dict[str, list[Key]] = {}
         self._rv = 0
         self.history: deque[Change] = deque(maxlen=max(1, history))
         #: The oldest resourceVersion a watch may start from (exclusive).
@@ -121,11 +122,29 @@ class Store:
         return len(self._objects.get(store, {}))
 
     def keys(self, store: str) -> list[Key]:
-        """Keys in (namespace, name) order, the order lists are served in (etcd key order)."""
+        """Keys in (namespace, name) order, the order lists are served in (etcd key order).
+
+        The sorted list is maintained lazily: writes only note new keys (an insert into a
+        150,000-key list would move a megabyte per create) and removed keys stay until the next
+        rebuild (readers skip keys whose object is gone). A read after writes merges the new keys
+        in one nearly-sorted sort and drops the stale ones.
+        """
         cached = self._sorted.get(store)
+        objects = self._objects.get(store, {})
         if cached is None:
-            cached = sorted(self._objects.get(store, {}))
-            self._sorted[store] = cached
+            cached = sorted(objects)
+        else:
+            added = self._added.pop(store, None)
+            if not added:
+                return cached
+            merged = cached + added
+            merged.sort()
+            cached = [
+                key
+                for i, key in enumerate(merged)
+                if key in objects and (i == 0 or merged[i - 1] != key)
+            ]
+        self._sorted[store] = cached
         return cached
 
     def scan(
@@ -162,10 +181,8 @@ class Store:
         obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
         objects = self._objects.setdefault(store, {})
         previous = objects.get(key)
-        if previous is None:
-            sorted_keys = self._sorted.get(store)
-            if sorted_keys is not None:
-                bisect.insort(sorted_keys, key)
+        if previous is None and store in self._sorted:
+            self._added.setdefault(store, []).append(key)
         entry = Entry(obj, rv, self._wall())
         objects[key] = entry
         self._record(Change(rv, store, event, obj, None if previous is None else previous.obj))
@@ -177,11 +194,6 @@ class Store:
         entry = objects.pop(key, None)
         if entry is None:
             return None
-        sorted_keys = self._sorted.get(store)
-        if sorted_keys is not None:
-            i = bisect.bisect_left(sorted_keys, key)
-            if i < len(sorted_keys) and sorted_keys[i] == key:
-                del sorted_keys[i]
         rv = self.next_rv()
         gone = {**entry.obj, "metadata": {**entry.obj.get("metadata", {})}}
         gone["metadata"]["resourceVersion"] = str(rv)

@@ -421,26 +421,12 @@ def document(diff: Diff) -> Tree:
 
 def minus(doc: Tree, diff: Diff) -> Tree:
     """``doc`` without the members of ``diff`` (``doc`` itself when it loses nothing)."""
-    out: Tree | None = None
-    for key, sub in diff.items():
-        if key == _MEMBER:
-            continue
-        child = doc.get(key)
-        if child is None:
-            continue
-        kept = _minus(child, sub)
-        if kept is child:
-            continue
-        if out is None:
-            out = dict(doc)
-        if kept is None:
-            del out[key]
-        else:
-            out[key] = kept
+    out = _without_children(doc, diff)
     return doc if out is None else out
 
 
-def _minus(node: Tree, diff: Diff) -> Tree | None:
+def _without_children(node: Tree, diff: Diff) -> Tree | None:
+    """A copy of ``node`` with ``diff`` taken out of its children, or None if none changed."""
     out: Tree | None = None
     for key, sub in diff.items():
         if key == _MEMBER:
@@ -457,6 +443,11 @@ def _minus(node: Tree, diff: Diff) -> Tree | None:
             del out[key]
         else:
             out[key] = kept
+    return out
+
+
+def _minus(node: Tree, diff: Diff) -> Tree | None:
+    out = _without_children(node, diff)
     member = not node or _MEMBER in node
     drop = member and _MEMBER in diff
     if out is None and not drop:

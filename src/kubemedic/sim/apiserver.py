@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -66,6 +66,9 @@ class ApiServer:
         self._runner: web.AppRunner | None = None
         self._ticker: asyncio.Task[None] | None = None
         self.port = 0
+        #: Called before a get or list of a store (``pods.metrics.k8s.io``...): lets the
+        #: simulator materialise computed objects only when someone reads them.
+        self.read_hooks: dict[str, Callable[[], None]] = {}
         for name in SYSTEM_NAMESPACES:
             self.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}])
         # Custom resources are announced by their definitions, as on a real cluster (lightkube

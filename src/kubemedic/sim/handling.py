@@ -180,6 +180,10 @@ class Handler:
                 raise errors.method_not_allowed()
         elif verb is None or verb not in res.verbs:
             raise errors.method_not_allowed()
+        if verb in ("get", "list"):
+            refresh = self.server.read_hooks.get(res.store_key)
+            if refresh is not None:
+                refresh()
         if verb == "list" and _flag(request.query.get("watch")):
             return await self._watch(request, res, namespace)
         key: Key = (namespace or "" if res.namespaced else "", name or "")

@@ -94,7 +94,8 @@ def decodable_or_not(draw: st.DrawFn, kind: str) -> Obj:
     if draw(st.booleans()):  # a quantity that may be none
         spec = obj.get("spec")
         if kind == "Deployment" and isinstance(spec, dict):
-            spec = (spec.get("template") or {}).get("spec")
+            template = spec.get("template")
+            spec = template.get("spec") if isinstance(template, dict) else None
         containers = spec.get("containers") if isinstance(spec, dict) else None
         if isinstance(containers, list) and containers and isinstance(containers[0], dict):
             quantity = draw(st.one_of(small_text, st.sampled_from(["64Mi", "1.5", "2x"])))

@@ -46,7 +46,7 @@ def test_identical_events_patch_count_and_last_timestamp() -> None:
     assert event["metadata"]["namespace"] == "shop"  # type: ignore[index]
 
 
-def test_more_than_ten_similar_events_are_combined() -> None:
+def test_the_tenth_distinct_message_starts_a_combined_event() -> None:
     sim, pod = _sim_with_pod()
     recorder = EventRecorder(sim, component="kubelet", host="node-1")
     for i in range(14):
@@ -54,10 +54,21 @@ def test_more_than_ten_similar_events_are_combined() -> None:
         sim.run_for(5)
     events = _events(sim)
     combined = [e for e in events if str(e["message"]).startswith(COMBINED_PREFIX)]
-    assert len(events) == 11
+    assert len(events) == 10
     assert len(combined) == 1
-    assert combined[0]["count"] == 4
+    assert combined[0]["count"] == 5
     assert str(combined[0]["message"]).endswith("attempt 13")
+
+
+def test_identical_events_never_combine() -> None:
+    sim, pod = _sim_with_pod()
+    recorder = EventRecorder(sim, component="kubelet", host="node-1")
+    for _ in range(20):
+        recorder.event(pod, "Warning", "BackOff", "Back-off restarting failed container c")
+        sim.run_for(20)
+    [event] = _events(sim)
+    assert event["count"] == 20
+    assert not str(event["message"]).startswith(COMBINED_PREFIX)
 
 
 def test_spam_filter_drops_events_past_a_burst_of_25_per_object() -> None:

@@ -3,6 +3,8 @@
 Defaulting (:mod:`kubemedic.sim.defaulting`) fills in what the types say; this is the rest of
 what kube-apiserver 1.32 changes before it stores a write:
 
+* **Admission** (:func:`admit_node`), on node creation only: ``TaintNodesByCondition`` adds
+  the ``not-ready:NoSchedule`` taint.
 * **Admission** (:func:`admit_pod`), on pod creation only: ``DefaultTolerationSeconds`` adds
   five-minute ``NoExecute`` tolerations for ``not-ready`` and ``unreachable`` nodes (that is
   the eviction delay of a dead node), ``Priority`` resolves ``priorityClassName`` into
@@ -30,6 +32,7 @@ from kubemedic.model.quantities import QuantityError, parse_quantity
 from kubemedic.sim import errors
 
 __all__ = [
+    "admit_node",
     "admit_pod",
     "allocate_cluster_ip",
     "allocate_node_port",
@@ -130,6 +133,29 @@ def _admit_priority(spec: Obj, pod_name: str, classes: Mapping[str, Mapping[str,
         )
     spec["priority"] = priority
     spec["preemptionPolicy"] = preemption
+
+
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+
+def admit_node(obj: Obj) -> None:
+    """``TaintNodesByCondition`` (``plugin/pkg/admission/nodetaint``), on node creation only: a new
+    node gets the ``node.kubernetes.io/not-ready:NoSchedule`` taint, so nothing is scheduled on it
+    before the node lifecycle controller has seen it Ready and lifted the taint."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        spec = obj["spec"] = {}
+    taints = spec.get("taints")
+    if not isinstance(taints, list):
+        taints = spec["taints"] = []
+    for taint in taints:
+        if (
+            isinstance(taint, dict)
+            and taint.get("key") == NOT_READY_TAINT["key"]
+            and taint.get("effect") == NOT_READY_TAINT["effect"]
+        ):
+            return
+    taints.append(dict(NOT_READY_TAINT))
 
 
 # -- strategy -----------------------------------------------------------------------------------

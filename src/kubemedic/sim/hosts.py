@@ -21,6 +21,7 @@ misconfiguration; it does not fix persistent misconfiguration or unreachability.
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,7 +37,9 @@ Misconfig = Literal["", "transient", "persistent"]
 @dataclass
 class Host:
     name: str
-    boot_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    #: Where new boot IDs come from (seeded by :class:`Hosts`, so runs repeat exactly).
+    ids: random.Random = field(default_factory=random.Random, repr=False, compare=False)
+    boot_id: str = ""
     powered: bool = True
     reachable: bool = True
     kubelet: DaemonState = "running"
@@ -50,6 +53,13 @@ class Host:
     kubelet_restarts: int = 0
     runtime_restarts: int = 0
 
+    def __post_init__(self) -> None:
+        if not self.boot_id:
+            self.boot_id = self._new_id()
+
+    def _new_id(self) -> str:
+        return str(uuid.UUID(int=self.ids.getrandbits(128), version=4))
+
     def up(self, now: float) -> bool:
         """Powered and done booting."""
         return self.powered and now >= self.booting_until
@@ -62,7 +72,7 @@ class Host:
         """Restart the OS: new bootID, daemons restarted, transient faults gone."""
         self.powered = True
         self.booting_until = now + self.boot_seconds
-        self.boot_id = str(uuid.uuid4())
+        self.boot_id = self._new_id()
         self.kubelet = "running"
         self.runtime = "running"
         if self.misconfig == "transient":
@@ -89,13 +99,15 @@ class Host:
 class Hosts:
     """Every host by node name; a node the kubelets adopt gets a healthy host on first sight."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, seed: int = 0) -> None:
         self._hosts: dict[str, Host] = {}
+        self._ids = random.Random(seed)  # noqa: S311 (identifiers in a simulation)
 
     def get(self, name: str) -> Host:
         host = self._hosts.get(name)
         if host is None:
-            host = self._hosts[name] = Host(name)
+            ids = random.Random(self._ids.getrandbits(64))  # noqa: S311
+            host = self._hosts[name] = Host(name, ids=ids)
         return host
 
     def find(self, name: str) -> Host | None:

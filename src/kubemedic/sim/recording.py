@@ -5,9 +5,10 @@ event passes the ``EventCorrelator`` before it is written.
 
 - *Spam filter*: per source and involved object, a token bucket of 25 with one token back every
   5 minutes; events beyond it are dropped (the real kubelet drops them too).
-- *Aggregator*: when more than 10 events that differ only in their message arrive for the same
-  object within 10 minutes, further ones are folded into one event whose message reads
-  ``(combined from similar events): <latest message>``.
+- *Aggregator*: events that differ only in their message are counted by distinct message; from
+  the tenth distinct message for the same object, reason and type (the set resets after 10
+  minutes without a similar event) they are folded into one event whose message reads
+  ``(combined from similar events): <latest message>``. Identical events never combine.
 - *Logger*: an event identical to one already written (same source, object, type, reason and
   message) PATCHes the existing one: ``count`` + 1 and a new ``lastTimestamp``. Names are
   ``<object name>.<hex of UnixNano>``.
@@ -24,10 +25,11 @@ list them, and they expire after the server's ``--event-ttl``.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from kubemedic.sim import converting, errors
 from kubemedic.sim.client import Client
@@ -37,6 +39,8 @@ from kubemedic.sim.storing import Obj
 
 __all__ = ["EventRecorder", "SeriesRecorder", "reference"]
 
+T = TypeVar("T")
+
 _SPAM_BURST = 25
 _SPAM_REFILL_SECONDS = 300.0
 _AGGREGATE_WINDOW = 600.0
@@ -44,6 +48,7 @@ _AGGREGATE_MAX = 10
 _CACHE_SECONDS = 600.0
 _SERIES_FINISH = 360.0
 _SERIES_REFRESH = 1800.0
+_LRU_ENTRIES = 4096
 COMBINED_PREFIX = "(combined from similar events): "
 
 
@@ -63,9 +68,33 @@ def reference(obj: Mapping[str, Any], *, field_path: str = "") -> dict[str, Any]
     return {k: v for k, v in ref.items() if v}
 
 
+class _Lru(OrderedDict[tuple[str, ...], T]):
+    """client-go's caches: least-recently-used, 4,096 entries each."""
+
+    def get(self, key: tuple[str, ...], default: T | None = None) -> T | None:  # type: ignore[override]
+        value = super().get(key)
+        if value is None:
+            return default
+        self.move_to_end(key)
+        return value
+
+    def put(self, key: tuple[str, ...], value: T) -> T:
+        self[key] = value
+        self.move_to_end(key)
+        if len(self) > _LRU_ENTRIES:
+            self.popitem(last=False)
+        return value
+
+
 @dataclass
 class _Bucket:
     tokens: float
+    at: float
+
+
+@dataclass
+class _Similar:
+    messages: set[str]
     at: float
 
 
@@ -87,9 +116,9 @@ class EventRecorder:
     host: str = ""
     manager: str = ""
     _client: Client = field(init=False)
-    _buckets: dict[tuple[str, ...], _Bucket] = field(default_factory=dict)
-    _similar: dict[tuple[str, ...], list[float]] = field(default_factory=dict)
-    _logged: dict[tuple[str, ...], _Logged] = field(default_factory=dict)
+    _buckets: _Lru[_Bucket] = field(default_factory=_Lru)
+    _similar: _Lru[_Similar] = field(default_factory=_Lru)
+    _logged: _Lru[_Logged] = field(default_factory=_Lru)
     dropped: int = 0
 
     def __post_init__(self) -> None:
@@ -115,10 +144,14 @@ class EventRecorder:
             self.dropped += 1
             return
         similar_key = (*obj_key, type_, reason, ref.get("fieldPath", ""))
-        times = [t for t in self._similar.get(similar_key, ()) if now - t < _AGGREGATE_WINDOW]
-        times.append(now)
-        self._similar[similar_key] = times
-        if len(times) > _AGGREGATE_MAX:
+        similar = self._similar.get(similar_key)
+        if similar is None or now - similar.at >= _AGGREGATE_WINDOW:
+            similar = self._similar.put(similar_key, _Similar(set(), now))
+        similar.at = now
+        similar.messages.add(message)
+        if len(similar.messages) >= _AGGREGATE_MAX:
+            # The aggregator keeps at most ten distinct messages per key.
+            similar.messages.discard(message)
             message = COMBINED_PREFIX + message
             log_key = (*similar_key, COMBINED_PREFIX)
         else:
@@ -159,31 +192,18 @@ class EventRecorder:
             if exc.code != 409:
                 raise
             return
-        self._logged[log_key] = _Logged(name, namespace, 1, stamp, now)
-        if len(self._logged) > 4096:
-            self._forget(now)
+        self._logged.put(log_key, _Logged(name, namespace, 1, stamp, now))
 
     def _allow(self, key: tuple[str, ...], now: float) -> bool:
         bucket = self._buckets.get(key)
         if bucket is None:
-            bucket = self._buckets[key] = _Bucket(_SPAM_BURST, now)
+            bucket = self._buckets.put(key, _Bucket(_SPAM_BURST, now))
         bucket.tokens = min(_SPAM_BURST, bucket.tokens + (now - bucket.at) / _SPAM_REFILL_SECONDS)
         bucket.at = now
         if bucket.tokens < 1:
             return False
         bucket.tokens -= 1
         return True
-
-    def _forget(self, now: float) -> None:
-        self._logged = {k: v for k, v in self._logged.items() if now - v.at < _CACHE_SECONDS}
-        self._similar = {
-            k: v for k, v in self._similar.items() if v and now - v[-1] < _AGGREGATE_WINDOW
-        }
-        self._buckets = {
-            k: v
-            for k, v in self._buckets.items()
-            if v.tokens < _SPAM_BURST - (now - v.at) / _SPAM_REFILL_SECONDS
-        }
 
 
 @dataclass

@@ -221,9 +221,16 @@ class Writer:
             old=None, new=obj, manager=opts.manager, time=self.now(),
             api_version=res.api_version, schema=self.schema(res),
         )  # fmt: skip
+        self._admit_unowned(res, obj)
         if opts.dry_run:
             return obj
         return self.store.put(res.store_key, key, obj, event="ADDED").obj
+
+    def _admit_unowned(self, res: Resource, obj: Obj) -> None:
+        """Admission that runs after the field manager has recorded the request (so what it adds
+        belongs to no manager, as on a real server): ``TaintNodesByCondition``."""
+        if res.kind == "Node" and not res.group:
+            admitting.admit_node(obj)
 
     def _prepare_create(self, res: Resource, obj: Obj) -> None:
         """Server-set metadata, admission, defaulting and the create strategy."""
@@ -241,6 +248,7 @@ class Writer:
             defaulting.default_object(obj, group=res.group, version=res.version, kind=res.kind)
             if res.kind == "Pod" and not res.group:
                 admitting.admit_pod(obj, priority_classes=self._priority_classes())
+
             admitting.prepare_for_create(obj, group=res.group, version=res.version, kind=res.kind)
         if res.kind == "Service" and not res.group:
             spec = obj.setdefault("spec", {})
@@ -433,6 +441,7 @@ class Writer:
             self._prepare_create(res, merged)
             if managed is not None:
                 merged["metadata"]["managedFields"] = managed
+            self._admit_unowned(res, merged)
             self._validate(res, merged, None)
             if opts.dry_run:
                 return merged

@@ -300,6 +300,90 @@ def sim_serve(
         raise typer.Exit(2) from None
 
 
+@sim_app.command("list")
+def sim_list() -> None:
+    """List the bundled scenarios."""
+    from kubemedic import simulating  # noqa: PLC0415
+
+    simulating.list_scenarios(console=Console())
+
+
+@sim_app.command("run")
+def sim_run(
+    scenario: Annotated[
+        str, typer.Argument(help="A bundled scenario's name (see `sim list`) or a YAML file.")
+    ],
+    *,
+    speed: Annotated[
+        float | None,
+        typer.Option(
+            help="Pace cluster time at this many times real time (default: as fast "
+            "as possible; 10 with --serve)."
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            help="Stop after this much cluster time (e.g. 90m) instead of the "
+            "scenario's own duration."
+        ),
+    ] = None,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Serve the cluster's API on 127.0.0.1 while it runs.")
+    ] = False,
+    port: Annotated[int, typer.Option(help="Port for --serve (0 picks a free one).")] = 0,
+    kubeconfig_out: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig-out", help="With --serve: write a kubeconfig here."),
+    ] = None,
+    snapshot_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--snapshot-out",
+            help="Write a `kubectl get -o json` style snapshot at "
+            "the end (for `kubemedic scan --snapshot`); .gz compresses it.",
+        ),
+    ] = None,
+    hold: Annotated[
+        bool, typer.Option("--hold", help="With --serve: keep serving after the scenario ends.")
+    ] = False,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Seed for the simulation's randomness (default: the scenario's)."),
+    ] = None,
+) -> None:
+    """Run a scenario on the simulated cluster."""
+    from kubemedic import simulating  # noqa: PLC0415
+    from kubemedic.sim import scenarios  # noqa: PLC0415
+
+    err = Console(stderr=True)
+    if speed is not None and speed <= 0:
+        err.print(f"[red]error:[/red] --speed must be positive, got {speed}", highlight=False)
+        raise typer.Exit(2)
+    if (kubeconfig_out is not None or hold) and not serve:
+        err.print("[red]error:[/red] --kubeconfig-out and --hold need --serve", highlight=False)
+        raise typer.Exit(2)
+    options = simulating.RunOptions(
+        scenario=scenario,
+        speed=speed,
+        until=_parse_duration(until) if until is not None else None,
+        serve=serve,
+        port=port,
+        kubeconfig_out=kubeconfig_out,
+        snapshot_out=snapshot_out,
+        hold=hold,
+        seed=seed,
+    )
+    try:
+        simulating.run_scenario(options, console=Console(), err=err)
+    except scenarios.ScenarioError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+
 @app.command()
 def demo() -> None:
     """Scan the bundled snapshots of the three incidents (and a healthy control)."""

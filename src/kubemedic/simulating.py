@@ -1,0 +1,154 @@
+"""``kubemedic sim list`` and ``kubemedic sim run``: replay a scenario on the simulator.
+
+A run builds the simulated cluster, schedules the scenario's timeline on its virtual clock and
+runs it to the end (or ``--until``): as fast as the machine allows by default, or paced at
+``--speed`` times real time. With ``--serve`` the API is served on 127.0.0.1 while the scenario
+runs (a kubeconfig is written to ``--kubeconfig-out`` once it answers), so ``kubectl get pods -w``,
+``kubectl get events -w``, ``kubectl top nodes`` or kubemedic itself can watch the incident
+unfold; a served run is paced (10x real time unless ``--speed`` says otherwise) and ``--hold``
+keeps serving after the end until interrupted. ``--snapshot-out`` writes what ``kubectl get -o
+json`` would print at the end, for ``kubemedic scan --snapshot``.
+
+Progress is drawn with Rich on stderr: the scenario's clock against its end, nodes, pods and
+events in the API, and the last timeline action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kubemedic.sim import scenarios, serving, snapshotting, timeline
+
+__all__ = ["RunOptions", "list_scenarios", "run_scenario"]
+
+#: Pace of a served run when ``--speed`` is not given.
+SERVED_SPEED = 10.0
+
+
+@dataclass
+class RunOptions:
+    scenario: str
+    speed: float | None = None
+    until: timedelta | None = None
+    serve: bool = False
+    port: int = 0
+    kubeconfig_out: Path | None = None
+    snapshot_out: Path | None = None
+    hold: bool = False
+    #: Overrides the scenario's own seed when given.
+    seed: int | None = None
+
+
+def list_scenarios(*, console: Console) -> None:
+    table = Table(title="Scenarios", title_justify="left")
+    table.add_column("Name", no_wrap=True)
+    table.add_column("Duration", no_wrap=True)
+    table.add_column("What happens")
+    for info in scenarios.available():
+        table.add_row(info.name, _clock(info.duration), info.title)
+    console.print(table)
+
+
+def run_scenario(options: RunOptions, *, console: Console, err: Console) -> timeline.ScenarioRun:
+    """Run a scenario (raises ``scenarios.ScenarioError`` on a bad one)."""
+    scenario = scenarios.load(options.scenario)
+    run = timeline.ScenarioRun(scenario, seed=options.seed, until=options.until)
+    started = time.perf_counter()
+    with _progress(err) as progress:
+        task = progress.add_task(scenario.name, total=run.duration.total_seconds())
+
+        def on_step() -> None:
+            _update(progress, task, run)
+
+        if options.serve or options.speed is not None:
+            asyncio.run(_run_paced(run, options, err=err, on_step=on_step))
+        else:
+            run.run(on_step=on_step)
+        _update(progress, task, run)
+    wall = time.perf_counter() - started
+    simulated = run.elapsed().total_seconds()
+    console.print(
+        f"{scenario.name}: {_clock(run.elapsed())} of cluster time in {wall:.1f} s "
+        f"({simulated / max(wall, 1e-9):.0f}x real time); "
+        f"{run.sim.count('nodes')} nodes, {run.sim.count('pods')} pods, "
+        f"{run.sim.count('events')} events in the API",
+        highlight=False,
+    )
+    if options.snapshot_out is not None:
+        items = snapshotting.write_snapshot(options.snapshot_out, run.sim.server)
+        console.print(
+            f"snapshot: {items} objects written to {options.snapshot_out}", highlight=False
+        )
+    return run
+
+
+async def _run_paced(
+    run: timeline.ScenarioRun,
+    options: RunOptions,
+    *,
+    err: Console,
+    on_step: Callable[[], None],
+) -> None:
+    speed = options.speed if options.speed is not None else SERVED_SPEED
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    server = run.sim.server
+    if options.serve:
+        port = await server.start(port=options.port)
+        if options.kubeconfig_out is not None:
+            serving.write_kubeconfig(options.kubeconfig_out, f"http://127.0.0.1:{port}")
+        err.print(f"serving the cluster's API on {server.url}", highlight=False)
+    try:
+        await run.run_paced(speed=speed, stop=stop, on_step=on_step)
+        if options.serve and options.hold and not stop.is_set():
+            err.print("scenario over; still serving until interrupted", highlight=False)
+            await stop.wait()
+    finally:
+        if options.serve:
+            await server.stop()
+
+
+@contextlib.contextmanager
+def _progress(err: Console) -> Iterator[Progress]:
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[clock]}"),
+        TextColumn("{task.fields[counts]}", style="dim"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+        disable=not err.is_terminal,
+    )
+    with progress:
+        yield progress
+
+
+def _update(progress: Progress, task: TaskID, run: timeline.ScenarioRun) -> None:
+    elapsed = run.elapsed()
+    sim = run.sim
+    progress.update(
+        task,
+        completed=elapsed.total_seconds(),
+        clock=f"T+{_clock(elapsed)} / {_clock(run.duration)}",
+        counts=f"{sim.count('nodes')} nodes {sim.count('pods')} pods {sim.count('events')} events",
+    )
+
+
+def _clock(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

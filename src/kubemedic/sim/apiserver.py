@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -54,12 +54,17 @@ class ApiServer:
         event_ttl: timedelta = timedelta(hours=1),
         faults: Faults | None = None,
         bookmark_seconds: float = 1.0,
+        seed: int | None = None,
     ) -> None:
+        """``seed`` makes object uids and generated names repeat from run to run (the
+        simulator's determinism); without it they are random, as on a real server."""
         self.clock = clock or VirtualClock()
         self.registry = Registry()
         self.defs = definitions()
         self.store = Store(history=history, wall=time.monotonic)
         self.writer = Writer(self.store, self.clock, self.defs)
+        if seed is not None:
+            self.writer.ids = random.Random(seed)  # noqa: S311 (identifiers, not secrets)
         self.collector = Collector(self.writer, self.registry, event_ttl=event_ttl)
         self.faults = faults or Faults()
         self.bookmark_seconds = bookmark_seconds
@@ -102,7 +107,7 @@ class ApiServer:
                     self.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
             else:
                 meta.pop("namespace", None)
-            meta.setdefault("uid", _uid())
+            meta.setdefault("uid", self.writer.uid())
             meta.setdefault("creationTimestamp", rfc3339(self.clock.now()))
             if not res.custom:
                 # The real server defaults what it reads back from storage, and prints the
@@ -169,10 +174,6 @@ class ApiServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-
-def _uid() -> str:
-    return str(uuid.uuid4())
 
 
 def kubeconfig(url: str, *, name: str = "kubemedic-sim") -> dict[str, Any]:

@@ -108,11 +108,16 @@ class Simulation:
     ) -> None:
         if server is None:
             origin = start or datetime(2026, 1, 1, tzinfo=UTC)
-            server = ApiServer(clock=VirtualClock(origin, paused=True), event_ttl=event_ttl)
+            server = ApiServer(
+                clock=VirtualClock(origin, paused=True), event_ttl=event_ttl, seed=seed + 1
+            )
         elif not server.clock.paused:
             server.clock.pause()
         self.server = server
         self.clock: VirtualClock = server.clock
+        if server.writer.ids is None:
+            # Object uids and generated names come from the seed too, so a run repeats.
+            server.writer.ids = random.Random(seed + 1)  # noqa: S311 (simulation, not crypto)
         self.random = random.Random(seed)  # noqa: S311 (simulation, not cryptography)
         self.resolution = resolution
         self.rounds = rounds

@@ -16,6 +16,7 @@ other objects go at once, and their dependents are collected (:mod:`kubemedic.si
 
 from __future__ import annotations
 
+import random
 import secrets
 import uuid
 from dataclasses import dataclass, field
@@ -91,8 +92,23 @@ class Writer:
         #: Whether a pod's graceful deletion completes by itself when its grace period ends
         #: (the stand-in for a kubelet; the simulator's kubelets turn it off).
         self.stand_in_kubelet = True
+        #: Where uids and generated names come from; None means the system's randomness. A
+        #: simulation sets a seeded source so its runs repeat exactly.
+        self.ids: random.Random | None = None
 
     # helpers -----------------------------------------------------------------------------
+
+    def uid(self) -> str:
+        """A new object's uid: random, or from :attr:`ids` when a simulation seeds it."""
+        if self.ids is None:
+            return str(uuid.uuid4())
+        return str(uuid.UUID(int=self.ids.getrandbits(128), version=4))
+
+    def suffix(self) -> str:
+        """The five characters ``generateName`` appends (``rand.String(5)``'s alphabet)."""
+        if self.ids is None:
+            return "".join(secrets.choice(_ALPHABET) for _ in range(5))
+        return "".join(self.ids.choice(_ALPHABET) for _ in range(5))
 
     def now(self) -> str:
         """The clock's time in RFC 3339 (whole seconds: one formatting per second)."""
@@ -210,7 +226,7 @@ class Writer:
         else:
             meta.pop("namespace", None)
         if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = str(meta["generateName"]) + _suffix()
+            meta["name"] = str(meta["generateName"]) + self.suffix()
         self._require_namespace(res, namespace, str(meta.get("name") or ""))
         self._prepare_create(res, obj)
         self._validate(res, obj, None)
@@ -237,7 +253,7 @@ class Writer:
         meta = obj["metadata"]
         for server_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(server_field, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = self.uid()
         meta["creationTimestamp"] = self.now()
         meta.pop("resourceVersion", None)
         if res.kind in _GENERATION_KINDS or res.custom:
@@ -543,9 +559,7 @@ class Writer:
         self.store.remove(res.store_key, key)
 
 
-def _suffix() -> str:
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(secrets.choice(alphabet) for _ in range(5))
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def _json_type(value: Any) -> str:

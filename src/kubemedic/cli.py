@@ -385,9 +385,18 @@ def sim_run(
 
 
 @app.command()
-def demo() -> None:
-    """Scan the bundled snapshots of the three incidents (and a healthy control)."""
-    demo_module.run(console=Console())
+def demo(
+    *,
+    snapshots: Annotated[
+        bool,
+        typer.Option(
+            "--snapshots", help="Scan the bundled snapshots instead of replaying the scenarios."
+        ),
+    ] = False,
+) -> None:
+    """Replay the three incidents (and a healthy control) on the simulated cluster and scan
+    what each leaves behind."""
+    demo_module.run(console=Console(), snapshots=snapshots, err=Console(stderr=True))
 
 
 def main() -> None:

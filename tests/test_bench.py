@@ -52,3 +52,21 @@ def test_apiserver_benchmark_runs_end_to_end_on_a_small_cluster() -> None:
     assert "list of 600 pods" in result.stdout
     for line in ("creates (sequential)", "patches (4 in flight)", "watch: 3 watchers"):
         assert line in result.stdout
+
+
+@pytest.mark.timeout(300)
+def test_cluster_benchmark_runs_a_small_cluster_steady_then_disturbed() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "cluster.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    out = result.stdout
+    assert "generated 50 nodes, 500 pods" in out
+    for line in ("load: build", "bare engine (baseline", "steady: 600 s", "disturbed: 600 s"):
+        assert line in out
+    assert "x real time" in out and "peak RSS" in out
+    assert "disturbance: 1 kubelet stopped (1 of those nodes not Ready at the end)" in out

@@ -9,7 +9,7 @@ import pytest
 
 from kubemedic.sim import errors
 from kubemedic.sim.client import Client
-from kubemedic.sim.engine import Simulation
+from kubemedic.sim.engine import DelayedAdds, Simulation
 from kubemedic.sim.storing import Change
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -177,3 +177,32 @@ def test_paced_run_stops_when_asked() -> None:
 
     asyncio.run(main())
     assert START < sim.now() < START + timedelta(seconds=30)
+
+
+def test_a_key_waiting_in_the_delayed_queue_waits_once_and_only_moves_earlier() -> None:
+    sim = Simulation(start=START)
+    added: list[tuple[str, float]] = []
+    later = DelayedAdds(sim, lambda key: added.append((key, sim.seconds() - START.timestamp())))
+    for _ in range(50):  # a controller asking on every sync for the same recheck
+        later.add_after("web", 30)
+    later.add_after("web", 60)  # later than the wait: ignored
+    later.add_after("web", 10)  # earlier: moves it
+    later.add_after("api", 20)
+    sim.run_for(120)
+    assert added == [("web", 10), ("api", 20)]
+
+
+def test_rate_limited_adds_share_ten_per_second_after_a_burst_of_a_hundred() -> None:
+    sim = Simulation(start=START)
+    added: list[int] = []
+    later = DelayedAdds(sim, added.append)
+    for key in range(300):  # 300 objects requeued "now" at once
+        later.add_rate_limited(key)
+    sim.run_for(1)
+    assert 100 <= len(added) <= 111  # the burst, and what a second accrues
+    sim.run_for(19)
+    assert len(added) == 300
+    later.add_rate_limited(0)
+    later.add_rate_limited(0)  # waiting already: one add, not two
+    sim.run_for(5)
+    assert added.count(0) == 2

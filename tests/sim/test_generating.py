@@ -9,10 +9,11 @@ from collections import Counter, defaultdict
 import pytest
 
 from kubemedic.model.quantities import parse_quantity
-from kubemedic.sim import generating
+from kubemedic.sim import defaulting, generating, zeroing
 from kubemedic.sim.apiserver import ApiServer
 from kubemedic.sim.client import Client
 from kubemedic.sim.generating import GeneratedPool, Layout, generate
+from kubemedic.sim.writing import clone
 
 SMALL = Layout(nodes=12, pods=300, namespaces=3)
 
@@ -143,3 +144,37 @@ def test_two_thousand_nodes_and_sixty_thousand_pods_generate_in_seconds() -> Non
     elapsed = time.perf_counter() - started
     assert (result.nodes, result.pods) == (2000, 60_000)
     assert elapsed < 10
+
+
+def test_generated_objects_are_already_what_the_servers_defaulting_makes_of_them() -> None:
+    """What lets ``load(..., defaulted=True)`` skip defaulting: it would change nothing (one-
+    and two-replica Deployments: every size and request the generator draws appears)."""
+    server = ApiServer()
+    for obj in generate(Layout(nodes=10, pods=400, namespaces=2, replicas=(1, 2))).objects:
+        res = server.registry.for_kind(obj["apiVersion"], obj["kind"])
+        assert res is not None
+        again = clone(obj)
+        defaulting.default_object(again, group=res.group, version=res.version, kind=res.kind)
+        zeroing.fill_required_scalars(again, server.defs.for_kind(res.group, res.version, res.kind))
+        assert again == obj, obj["kind"]
+
+
+def test_a_defaulted_load_stores_what_a_full_load_stores() -> None:
+    objects = generate(Layout(nodes=10, pods=400, namespaces=2, replicas=(1, 2))).objects
+    full, fast = ApiServer(), ApiServer()
+    full.load(objects)
+    fast.load(objects, defaulted=True)
+    for obj in objects:
+        res = full.registry.for_kind(obj["apiVersion"], obj["kind"])
+        assert res is not None
+        key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        expected, got = full.store.get(res.store_key, key), fast.store.get(res.store_key, key)
+        assert expected is not None and got is not None
+        if res.kind == "Namespace":  # uids of namespaces are drawn by each server
+            assert _without_uid(got.obj) == _without_uid(expected.obj), key
+        else:
+            assert got.obj == expected.obj, key
+
+
+def _without_uid(obj: dict) -> dict:
+    return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "uid"}}

@@ -177,3 +177,21 @@ def test_kubectl_top_reads_nodes_and_pods_from_the_emulator(emulator: Running) -
     assert nodes[1].split() == ["n1", "450m", "11%", "1224Mi", "17%"]
     pods = emulator.kubectl("top", "pods", "-n", "shop", "--containers").stdout.split("\n")
     assert pods[1].split() == ["web", "web", "250m", "300Mi"]
+
+
+def test_refreshed_metrics_are_served_but_are_not_writes_nor_watch_events() -> None:
+    """The metrics API is not backed by etcd and cannot be watched: a refresh of every pod's
+    metrics must not move resourceVersions nor push real changes out of the watch history."""
+    sim, metrics = _cluster(_node(), _pod("web"), _pod("api"))
+    changes: list[str] = []
+    sim.server.store.listeners.append(lambda change: changes.append(change.store))
+    before, history = sim.server.store.resource_version, len(sim.server.store.history)
+    for _ in range(3):
+        metrics.refresh()
+        sim.run_for(20)
+    assert sim.server.store.resource_version == before
+    assert len(sim.server.store.history) == history
+    assert not [store for store in changes if store.endswith("metrics.k8s.io")]
+    served = sim.get("pods.metrics.k8s.io", "shop", "api")
+    assert served is not None and "resourceVersion" not in served["metadata"]
+    assert sim.count("pods.metrics.k8s.io") == 2

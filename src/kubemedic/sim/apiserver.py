@@ -27,6 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kubemedic.model.objects import gc_paused
 from kubemedic.sim import crds, defaulting, errors, zeroing
 from kubemedic.sim.clock import VirtualClock, rfc3339
 from kubemedic.sim.collecting import Collector
@@ -82,12 +83,24 @@ class ApiServer:
 
     # loading ---------------------------------------------------------------------------------
 
-    def load(self, objects: Iterable[Mapping[str, Any]]) -> int:
+    def load(self, objects: Iterable[Mapping[str, Any]], *, defaulted: bool = False) -> int:
         """Store objects as they are (status, uid, timestamps kept), as a restore would.
 
         Missing namespaces are created; objects of kinds the emulator does not serve are
-        skipped. Returns how many objects were stored.
+        skipped. Returns how many objects were stored. The cyclic garbage collector is paused
+        meanwhile: a restore builds hundreds of thousands of dicts and no garbage, and each
+        collection would walk all of them again.
+
+        Each object is defaulted as the real server defaults what it reads from storage (and
+        zero values of fields without ``omitempty`` are filled in), which is most of the time
+        a large restore takes. ``defaulted=True`` skips that for objects the caller knows to
+        be in that form already, as :func:`kubemedic.sim.generating.generate` makes them (its
+        tests hold it to that); anything else must not be passed so.
         """
+        with gc_paused():
+            return self._load(objects, defaulted=defaulted)
+
+    def _load(self, objects: Iterable[Mapping[str, Any]], *, defaulted: bool = False) -> int:
         stored = 0
         namespaces = self.registry.lookup("", "v1", "namespaces")
         assert namespaces is not None
@@ -104,12 +117,14 @@ class ApiServer:
             if res.namespaced:
                 meta["namespace"] = ns
                 if self.store.get("namespaces", ("", ns)) is None:
-                    self.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
+                    self._load(
+                        [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}]
+                    )
             else:
                 meta.pop("namespace", None)
             meta.setdefault("uid", self.writer.uid())
             meta.setdefault("creationTimestamp", rfc3339(self.clock.now()))
-            if not res.custom:
+            if not res.custom and not defaulted:
                 # The real server defaults what it reads back from storage, and prints the
                 # zero values of fields without omitempty.
                 defaulting.default_object(obj, group=res.group, version=res.version, kind=res.kind)

@@ -47,7 +47,7 @@ from kubemedic.sim.clock import rfc3339
 from kubemedic.sim.engine import Simulation
 from kubemedic.sim.infrastructure import CAPACITY, Flavor
 from kubemedic.sim.recording import EventRecorder
-from kubemedic.sim.storing import Obj
+from kubemedic.sim.storing import Change, Obj
 from kubemedic.sim.writing import WriteOptions
 
 __all__ = ["MAX_SIZE", "MIN_SIZE", "Autoscaler", "NodeGroup"]
@@ -111,12 +111,23 @@ class Autoscaler:
         self.max_nodes_total = max_nodes_total
         self.max_node_startup_seconds = max_node_startup_seconds
         self.scale_ups = 0
+        #: Keys of the pods the scheduler marked unschedulable (the pod lister's filter, kept
+        #: current from pod changes rather than by walking every pod each loop).
+        self._unschedulable: set[tuple[str, str]] = set()
 
     def attach(self, sim: Simulation) -> None:
         self.sim = sim
         self.client = Client(sim.server, MANAGER)
         self.recorder = EventRecorder(sim, component=MANAGER, manager=MANAGER)
+        sim.watch("pods", self._on_pod)
+        self._unschedulable = {_pod_key(p) for p in sim.objects("pods") if _unschedulable(p)}
         sim.every(self.scan_interval, self.run_once, offset=self.scan_interval, name=MANAGER)
+
+    def _on_pod(self, change: Change) -> None:
+        if change.type != "DELETED" and _unschedulable(change.obj):
+            self._unschedulable.add(_pod_key(change.obj))
+        else:
+            self._unschedulable.discard(_pod_key(change.obj))
 
     def sync(self) -> bool:
         return False  # all work happens in the periodic loop
@@ -125,9 +136,10 @@ class Autoscaler:
 
     def run_once(self) -> None:
         """One ``RunOnce``: find pending pods, try to scale a group up for them."""
-        pending = [p for p in self.sim.objects("pods") if _unschedulable(p)]
-        if not pending:
+        if not self._unschedulable:
             return
+        found = (self.sim.get("pods", *key) for key in sorted(self._unschedulable))
+        pending = [p for p in found if p is not None]
         groups = self.node_groups()
         # filterOutSchedulable: pods that fit on nodes that are there or coming are left alone
         bins = self._existing_bins()

@@ -34,13 +34,12 @@ Events (component ``deployment-controller``): ``ScalingReplicaSet`` "Scaled up r
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kubemedic.sim import errors, podtemplates, rollouts
 from kubemedic.sim.client import Client
-from kubemedic.sim.engine import Simulation
+from kubemedic.sim.engine import DelayedAdds, Simulation
 from kubemedic.sim.podtemplates import CONTROLLER_MANAGER, OwnerIndex
 from kubemedic.sim.recording import EventRecorder
 from kubemedic.sim.rollouts import available_of, desired_annotation, replicas_of, status_replicas_of
@@ -81,6 +80,7 @@ class DeploymentController:
         self.sim = sim
         self.client = Client(sim.server, CONTROLLER_MANAGER)
         self.recorder = EventRecorder(sim, component=self.name, manager=CONTROLLER_MANAGER)
+        self._later = DelayedAdds(sim, self._requeue, name=self.name)
         sim.watch(DEPLOYMENTS, self._on_deployment)
         sim.watch(REPLICASETS, self._on_replicaset)
         sim.watch(PODS, self._on_pod)
@@ -158,9 +158,6 @@ class DeploymentController:
             except errors.ApiError:
                 continue
 
-    def _mark_later(self, key: Key, delay: float) -> None:
-        self.sim.after(delay, functools.partial(self._requeue, key))
-
     # syncing -----------------------------------------------------------------------------
 
     def _requeue(self, key: Key) -> None:
@@ -174,9 +171,10 @@ class DeploymentController:
             self._wrote = False
             try:
                 self._sync_deployment(key)
+                self._later.forget(key)  # no error: its rate-limiter back-off starts again
             except _Abort as abort:
                 if abort.retry is not None:
-                    self._mark_later(key, abort.retry)
+                    self._later.add_after(key, abort.retry)
             wrote |= self._wrote
         return wrote
 
@@ -569,9 +567,10 @@ class DeploymentController:
         status = rollouts.progress(d, all_rss, new_rs, now)
         if rollouts.compact(d.get("status") or {}) == rollouts.compact(status):
             delay = rollouts.stuck_requeue(d, status, now)
-            if delay is not None:
-                meta = d["metadata"]
-                self._mark_later((str(meta.get("namespace") or ""), meta["name"]), delay)
+            if delay:
+                self._later.add_after(_key(d), delay)
+            elif delay is not None:  # at once, through the rate limiter (enqueueRateLimited)
+                self._later.add_rate_limited(_key(d))
             return
         d["status"] = status
         self._write_status(d)

@@ -36,6 +36,7 @@ Scores (``framework.MaxNodeScore`` = 100 each, weights of the default profile):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,21 +48,10 @@ from kubemedic.model.quantities import QuantityError, parse_quantity
 from kubemedic.sim.unschedulable import Code, Status, untolerated_taint
 
 __all__ = [
-    "NodeInfo",
-    "NodeSelector",
-    "PodInfo",
-    "ScoreCache",
-    "node_affinity",
-    "node_info",
-    "node_name",
-    "node_resources_fit",
-    "node_unschedulable",
-    "pod_info",
-    "run_filters",
-    "score",
-    "static_filters",
-    "taint_toleration",
-]
+    "NodeInfo", "NodeSelector", "PodInfo", "ScoreCache", "node_affinity", "node_info",
+    "node_name", "node_resources_fit", "node_unschedulable", "pod_info", "run_filters", "score",
+    "static_filters", "taint_toleration",
+]  # fmt: skip
 
 NODE_UNSCHEDULABLE = "NodeUnschedulable"
 NODE_NAME = "NodeName"
@@ -209,15 +199,22 @@ class PodInfo:
 def _amounts(raw: Any) -> dict[str, int]:
     """A resource list in the scheduler's units (CPU in millicores, the rest rounded up)."""
     out: dict[str, int] = {}
-    if not isinstance(raw, Mapping):
-        return out
-    for name, value in raw.items():
-        try:
-            quantity = parse_quantity(value).value
-        except QuantityError:
-            continue
-        out[str(name)] = math.ceil(quantity * 1000) if name == "cpu" else math.ceil(quantity)
+    for name, value in raw.items() if isinstance(raw, Mapping) else ():
+        hashable = isinstance(value, str | int | float) and not isinstance(value, bool)
+        amount = (_amount if hashable else _amount.__wrapped__)(str(name), value)
+        if amount is not None:
+            out[str(name)] = amount
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount(name: str, value: Any) -> int | None:
+    """One quantity in those units (remembered: the same few recur in every pod)."""
+    try:
+        quantity = parse_quantity(value).value
+    except QuantityError:
+        return None
+    return math.ceil(quantity * 1000) if name == "cpu" else math.ceil(quantity)
 
 
 def _container_requests(container: Any, *, nonzero: bool) -> dict[str, int]:

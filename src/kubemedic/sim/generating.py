@@ -1,21 +1,23 @@
 """Large clusters, generated: nodes in pools and zones, workloads already running on them.
 
 :func:`generate` returns the objects of a cluster that has been up for a while (Namespaces, Nodes
-as their kubelets registered them, Deployments with their ReplicaSets, DaemonSets, and Running
-pods bound to nodes, with the statuses and ``managedFields`` their controllers and kubelets would
-have written), ready for :meth:`ApiServer.load <kubemedic.sim.apiserver.ApiServer.load>`. The
-kubelets of a :class:`~kubemedic.sim.cluster.Cluster` adopt the nodes and the controllers adopt
-the workloads, so a benchmark starts from a steady state instead of watching 60,000 pods being
-scheduled. Pods and pod templates carry usage annotations (``usage.sim.kubemedic.io/<container>``)
-for the usage model: working sets at 40-70% of the memory request, CPU at 10-40% of the request.
+as their kubelets registered them, Deployments with their ReplicaSets, DaemonSets, and Running pods
+bound to nodes, with the statuses and ``managedFields`` their controllers and kubelets would have
+written), in the form the API server stores them (defaulted, quantities canonical), so
+:meth:`ApiServer.load(objects, defaulted=True) <kubemedic.sim.apiserver.ApiServer.load>` may skip
+the per-object defaulting (the tests hold the generator to that). The kubelets of a
+:class:`~kubemedic.sim.cluster.Cluster` adopt the nodes and the controllers adopt the workloads, so
+a benchmark starts from a steady state instead of watching 60,000 pods being scheduled. Pods and
+pod templates carry usage annotations (``usage.sim.kubemedic.io/<container>``) for the usage model:
+working sets at 40-70% of the memory request, CPU at 10-40% of the request.
 
 Placement respects what the scheduler would: every pod fits its node's allocatable CPU, memory
 and pod count, DaemonSet pods land one per node (with the ``matchFields`` node affinity and the
 tolerations the DaemonSet controller adds), and Deployment pods go to untainted nodes only.
 
-:func:`node` builds one Node as the kubelet registers it (labels, capacity and allocatable in the
-kubelet's units, conditions, nodeInfo, addresses); scenarios use it for their node pools.
-Everything is deterministic for a given ``seed``.
+Nodes come from :func:`kubemedic.sim.nodebuilding.node` (re-exported here with
+``KUBELET_VERSION``), which scenarios use for their node pools too. Everything is deterministic
+for a given ``seed``.
 """
 
 from __future__ import annotations
@@ -24,16 +26,17 @@ import gc
 import hashlib
 import json
 import random
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubemedic.model.quantities import parse_quantity
 from kubemedic.sim.clock import rfc3339
+from kubemedic.sim.nodebuilding import KUBELET_VERSION, node, update_entry
 
 __all__ = [
+    "KUBELET_VERSION",
     "POOL_LABEL",
     "Generated",
     "GeneratedPool",
@@ -48,14 +51,7 @@ Obj = dict[str, Any]
 #: The label naming a node's pool (kubemedic reads it among the usual provisioners' labels).
 POOL_LABEL = "node.kubernetes.io/pool"
 USAGE_PREFIX = "usage.sim.kubemedic.io/"
-KUBELET_VERSION = "v1.32.0"
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String alphabet
-_CONDITIONS = (
-    ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-    ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-    ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-)
-_EPHEMERAL_KI = 101430960
 _WORDS = (
     "api", "web", "worker", "cache", "search", "billing", "auth", "catalog", "checkout", "media",
     "notify", "orders", "payments", "profile", "queue", "report", "session", "stream", "sync",
@@ -65,158 +61,6 @@ _WORDS = (
 def usage_annotation(container: str, **usage: str) -> tuple[str, str]:
     """``(key, value)`` of a usage annotation (``memory="600Mi", cpu="50m"``...)."""
     return f"{USAGE_PREFIX}{container}", json.dumps(usage, separators=(",", ":"))
-
-
-def _ki(quantity: object) -> str:
-    return f"{int(parse_quantity(quantity).value) // 1024}Ki"
-
-
-def node(
-    name: str,
-    *,
-    capacity: Mapping[str, object],
-    allocatable: Mapping[str, object] | None = None,
-    labels: Mapping[str, str] | None = None,
-    taints: Sequence[Mapping[str, str]] = (),
-    created: datetime,
-    heartbeat: datetime | None = None,
-    boot_id: str | None = None,
-    internal_ip: str = "10.0.0.1",
-    pod_cidr: str | None = None,
-    provider_id: str | None = None,
-) -> Obj:
-    """A Node as its kubelet registered it and last reported it (Ready).
-
-    ``capacity`` needs ``cpu`` and ``memory`` (``pods`` defaults to 110). ``allocatable``
-    defaults to the capacity less 100Mi of memory, the kubelet's default hard eviction threshold
-    (``memory.available<100Mi``); memory is reported in Ki as the kubelet does.
-    """
-    cap = {
-        "cpu": str(capacity["cpu"]),
-        "ephemeral-storage": f"{_EPHEMERAL_KI}Ki",
-        "hugepages-1Gi": "0",
-        "hugepages-2Mi": "0",
-        "memory": _ki(capacity["memory"]),
-        "pods": str(capacity.get("pods", 110)),
-    }
-    for key, value in capacity.items():
-        if key not in ("cpu", "memory", "pods"):
-            cap[key] = str(value)
-    alloc = dict(cap)
-    alloc["ephemeral-storage"] = str(_EPHEMERAL_KI * 1024 * 9 // 10)
-    alloc["memory"] = f"{int(parse_quantity(capacity['memory']).value) // 1024 - 100 * 1024}Ki"
-    for key, value in (allocatable or {}).items():
-        alloc[key] = _ki(value) if key == "memory" else str(value)
-    arch = "amd64"
-    all_labels = {
-        "beta.kubernetes.io/arch": arch,
-        "beta.kubernetes.io/os": "linux",
-        "kubernetes.io/arch": arch,
-        "kubernetes.io/hostname": name,
-        "kubernetes.io/os": "linux",
-        **(labels or {}),
-    }
-    beat = rfc3339(heartbeat or created)
-    since = rfc3339(created)
-    conditions = [
-        {
-            "lastHeartbeatTime": beat,
-            "lastTransitionTime": since,
-            "message": message,
-            "reason": reason,
-            "status": "False",
-            "type": type_,
-        }
-        for type_, reason, message in _CONDITIONS
-    ]
-    conditions.append(
-        {
-            "lastHeartbeatTime": beat,
-            "lastTransitionTime": since,
-            "message": "kubelet is posting ready status",
-            "reason": "KubeletReady",
-            "status": "True",
-            "type": "Ready",
-        }
-    )
-    spec: Obj = {}
-    if pod_cidr:
-        spec["podCIDR"] = pod_cidr
-        spec["podCIDRs"] = [pod_cidr]
-    spec["providerID"] = provider_id or f"kubemedic-sim:///{name}"
-    if taints:
-        spec["taints"] = [dict(t) for t in taints]
-    digest = hashlib.sha256(name.encode()).hexdigest()
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "annotations": {
-                "node.alpha.kubernetes.io/ttl": "0",
-                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-            },
-            "creationTimestamp": since,
-            "labels": all_labels,
-            "name": name,
-            "uid": str(uuid.UUID(digest[:32])),
-            "managedFields": _node_managed(all_labels, created),
-        },
-        "spec": spec,
-        "status": {
-            "addresses": [
-                {"address": internal_ip, "type": "InternalIP"},
-                {"address": name, "type": "Hostname"},
-            ],
-            "allocatable": alloc,
-            "capacity": cap,
-            "conditions": conditions,
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {
-                "architecture": arch,
-                "bootID": boot_id or str(uuid.UUID(digest[32:64])),
-                "containerRuntimeVersion": "containerd://1.7.24",
-                "kernelVersion": "6.8.0-1019-gcp",
-                "kubeProxyVersion": KUBELET_VERSION,
-                "kubeletVersion": KUBELET_VERSION,
-                "machineID": digest[:32],
-                "operatingSystem": "linux",
-                "osImage": "Ubuntu 24.04.1 LTS",
-                "systemUUID": str(uuid.UUID(digest[16:48])),
-            },
-        },
-    }
-
-
-def _managed(manager: str, fields: Obj, at: str, *, subresource: str = "") -> Obj:
-    """One ``managedFields`` entry of an ``Update`` (as controllers and kubelets write)."""
-    entry: Obj = {
-        "apiVersion": "v1",
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fields,
-        "manager": manager,
-        "operation": "Update",
-        "time": at,
-    }
-    if subresource:
-        entry["subresource"] = subresource
-    return entry
-
-
-def _node_managed(labels: Mapping[str, str], created: datetime) -> list[Obj]:
-    at = rfc3339(created)
-    annotation = "f:volumes.kubernetes.io/controller-managed-attach-detach"
-    meta: Obj = {"f:annotations": {".": {}, annotation: {}}, "f:labels": {".": {}}}
-    meta["f:labels"].update({f"f:{k}": {} for k in labels})
-    status: Obj = {"f:allocatable": {}, "f:capacity": {}, "f:conditions": {}, "f:nodeInfo": {}}
-    controller: Obj = {
-        "f:metadata": {"f:annotations": {"f:node.alpha.kubernetes.io/ttl": {}}},
-        "f:spec": {"f:podCIDR": {}, "f:podCIDRs": {".": {}}},
-    }
-    return [
-        _managed("kubelet", {"f:metadata": meta}, at),
-        _managed("kube-controller-manager", controller, at),
-        _managed("kubelet", {"f:status": status}, at, subresource="status"),
-    ]
 
 
 # the generator ------------------------------------------------------------------------------
@@ -335,7 +179,7 @@ class _Generator:
         layout = self.layout
         namespaces = [f"team-{i + 1:02d}" for i in range(max(1, layout.namespaces))]
         for ns in ("kube-system", *namespaces):
-            self.objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            self.objects.append(_namespace(ns))
         self._nodes()
         per_ds = len(self.slots)
         daemonsets = list(layout.daemonsets)
@@ -398,8 +242,8 @@ class _Generator:
             "imagePullPolicy": "IfNotPresent",
             "name": name,
             "resources": {
-                "limits": {"memory": f"{memory_mi}Mi"},
-                "requests": {"cpu": f"{cpu}m", "memory": f"{memory_mi}Mi"},
+                "limits": {"memory": _canonical(f"{memory_mi}Mi")},
+                "requests": {"cpu": _canonical(f"{cpu}m"), "memory": _canonical(f"{memory_mi}Mi")},
             },
             "terminationMessagePath": "/dev/termination-log",
             "terminationMessagePolicy": "File",
@@ -664,6 +508,23 @@ _DS_STATUS = {
 }
 
 
+def _canonical(quantity: str) -> str:
+    """As the API server stores a quantity (``1024Mi`` is ``1Gi``): a stored object in any
+    other form would change at its next write, and templates would stop matching."""
+    return parse_quantity(quantity).canonical()
+
+
+def _namespace(name: str) -> Obj:
+    """A Namespace as the server stores it (the name label, the ``kubernetes`` finalizer)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"labels": {"kubernetes.io/metadata.name": name}, "name": name},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    }
+
+
 def _owner(obj: Obj) -> Obj:
     """The controller ownerReference to ``obj``."""
     meta = obj["metadata"]
@@ -713,8 +574,10 @@ def _pod_managed(created: datetime) -> list[Obj]:
     fields = ("f:conditions", "f:containerStatuses", "f:phase", "f:podIP", "f:startTime")
     status: Obj = {key: {} for key in fields}
     return [
-        _managed("kube-controller-manager", {"f:metadata": meta, "f:spec": spec}, rfc3339(created)),
-        _managed(
+        update_entry(
+            "kube-controller-manager", {"f:metadata": meta, "f:spec": spec}, rfc3339(created)
+        ),
+        update_entry(
             "kubelet",
             {"f:status": status},
             rfc3339(created + timedelta(seconds=30)),

@@ -32,14 +32,21 @@ from __future__ import annotations
 import gc
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kubemedic.model.quantities import QuantityError, parse_quantity
 from kubemedic.sim.clock import rfc3339
 from kubemedic.sim.engine import Simulation
 from kubemedic.sim.hosts import Hosts
-from kubemedic.sim.storing import EventType, Key, Obj
-from kubemedic.sim.usage import UsageModel, allocate_cpu, started_at, system_usage
+from kubemedic.sim.storing import Key, Obj
+from kubemedic.sim.usage import (
+    ContainerUsage,
+    UsageModel,
+    allocate_cpu,
+    started_at,
+    system_usage,
+)
 
 __all__ = ["RESOLUTION", "MetricsServer", "binary_quantity", "nano_quantity"]
 
@@ -72,6 +79,19 @@ def binary_quantity(amount: int) -> str:
     return f"{amount}Ei"
 
 
+@dataclass(slots=True)
+class _Scrape:
+    """One pod as the last scrape saw it: its running containers, when each started, and the
+    CRC of ``<uid>/<container>/`` (the start of each measurement's wobble)."""
+
+    pod: Obj
+    key: Key
+    uid: str
+    node: str
+    running: bool
+    containers: list[tuple[str, ContainerUsage, float, int]]
+
+
 class MetricsServer:
     """The metrics.k8s.io API of the simulated cluster."""
 
@@ -86,6 +106,7 @@ class MetricsServer:
         self.window = f"{resolution:g}s"
         self._last: float | None = None
         self._stored: dict[str, set[Key]] = {}
+        self._scrapes: dict[Key, _Scrape] = {}
 
     def attach(self, sim: Simulation) -> None:
         self.sim = sim
@@ -123,11 +144,16 @@ class MetricsServer:
             name = str(node["metadata"]["name"])
             if self.hosts is None or self.hosts.get(name).posting(now):
                 scraped[name] = node
-        by_node: dict[str, list[Obj]] = {}
-        for pod in self.sim.objects("pods"):
-            node_name = (pod.get("spec") or {}).get("nodeName")
-            if node_name in scraped and (pod.get("status") or {}).get("phase") == "Running":
-                by_node.setdefault(str(node_name), []).append(pod)
+        by_node: dict[str, list[_Scrape]] = {}
+        cache, self._scrapes = self._scrapes, {}
+        for key, entry in self.sim.server.store.scan("pods"):
+            pod = entry.obj
+            scrape = cache.get(key)
+            if scrape is None or scrape.pod is not pod:
+                scrape = self._scrape(pod, key)
+            self._scrapes[key] = scrape
+            if scrape.node in scraped and scrape.running:
+                by_node.setdefault(scrape.node, []).append(scrape)
         nodes: dict[Key, Obj] = {}
         pods: dict[Key, Obj] = {}
         for name, node in scraped.items():
@@ -152,21 +178,37 @@ class MetricsServer:
         self._store(NODES, nodes)
         self._store(PODS, pods)
 
+    def _scrape(self, pod: Obj, key: Key) -> _Scrape:
+        """What stays the same about a pod from one scrape to the next while the stored pod
+        object does (stored objects are replaced, never changed, by a write)."""
+        containers: list[tuple[str, ContainerUsage, float, int]] = []
+        uid = str(pod["metadata"].get("uid", ""))
+        for name, model in self.usage.specs(pod).items():
+            started = started_at(pod, name)
+            if started is not None:
+                containers.append((name, model, started, zlib.crc32(f"{uid}/{name}/".encode())))
+        return _Scrape(
+            pod=pod,
+            key=key,
+            uid=uid,
+            node=str((pod.get("spec") or {}).get("nodeName") or ""),
+            running=(pod.get("status") or {}).get("phase") == "Running",
+            containers=containers,
+        )
+
     def _pods_on(
-        self, node: Obj, pods: list[Obj], now: float, stamp: str, out: dict[Key, Obj]
+        self, node: Obj, pods: list[_Scrape], now: float, stamp: str, out: dict[Key, Obj]
     ) -> tuple[int, int]:
         """PodMetrics of one node's pods into ``out``; returns the pods' CPU (millicores) and
         memory (bytes) totals."""
-        rows: list[tuple[Obj, str, int]] = []
+        rows: list[tuple[_Scrape, str, int, int]] = []
         demands: list[tuple[int, int, int | None]] = []
-        for pod in pods:
-            for name, model in self.usage.specs(pod).items():
-                started = started_at(pod, name)
-                if started is None:
-                    continue
+        count = self.usage.node_count
+        for scrape in pods:
+            for name, model, started, crc in scrape.containers:
                 running = now - started
-                count = self.usage.node_count
-                rows.append((pod, name, model.memory_at(running_seconds=running, node_count=count)))
+                memory = model.memory_at(running_seconds=running, node_count=count)
+                rows.append((scrape, name, memory, crc))
                 need = model.cpu_at(running_seconds=running, node_count=count)
                 demands.append((need, model.cpu_request or 0, model.cpu_limit))
         allocatable = ((node.get("status") or {}).get("allocatable") or {}).get("cpu", 0)
@@ -175,14 +217,14 @@ class MetricsServer:
         except QuantityError:
             capacity = sum(need for need, _, _ in demands)
         got = allocate_cpu(capacity, demands)
+        moment = str(int(now)).encode()
         total_cpu = total_memory = 0
-        for (pod, name, memory), cpu in zip(rows, got, strict=True):
-            meta = pod["metadata"]
-            key = (str(meta.get("namespace", "")), str(meta["name"]))
-            metrics = out.get(key)
+        for (scrape, name, memory, crc), cpu in zip(rows, got, strict=True):
+            metrics = out.get(scrape.key)
             if metrics is None:
-                metrics = out[key] = self._pod_metrics(pod, stamp)
-            nanos = self._nanos(cpu, str(meta.get("uid", "")), name, now)
+                metrics = out[scrape.key] = self._pod_metrics(scrape.pod, stamp)
+            # _nanos(cpu, uid, name, now), the CRC of "<uid>/<name>/" carried on from the scrape
+            nanos = cpu * 1_000_000 - zlib.crc32(moment, crc) % 999_999 if cpu > 0 else 0
             usage = {"cpu": nano_quantity(nanos), "memory": binary_quantity(memory)}
             metrics["containers"].append({"name": name, "usage": usage})
             total_cpu += cpu
@@ -216,11 +258,8 @@ class MetricsServer:
         return millis * 1_000_000 - zlib.crc32(f"{uid}/{container}/{int(now)}".encode()) % 999_999
 
     def _store(self, store_key: str, objects: dict[Key, Obj]) -> None:
-        store = self.sim.server.store
+        """Keep the scrape as computed objects: served on read, never watch events (the
+        metrics API cannot be watched)."""
         previous = self._stored.get(store_key, set())
-        for key in sorted(previous - objects.keys()):
-            store.remove(store_key, key)
-        for key, obj in objects.items():
-            event: EventType = "MODIFIED" if key in previous else "ADDED"
-            store.put(store_key, key, obj, event=event)
+        self.sim.server.store.put_computed(store_key, objects, drop=previous - objects.keys())
         self._stored[store_key] = set(objects)

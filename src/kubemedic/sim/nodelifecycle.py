@@ -552,12 +552,15 @@ class NodeLifecycleController:
         node = self.sim.get("nodes", "", name)
         if node is None:
             return True
-        taints = [dict(t) for t in node.get("spec", {}).get("taints") or ()]
-        kept = [t for t in taints if (t.get("key"), t.get("effect")) not in set(remove)]
-        stamp = rfc3339(self.sim.now())
+        stored = node.get("spec", {}).get("taints") or ()
+        gone = set(remove)
+        if not add and not any((t.get("key"), t.get("effect")) in gone for t in stored):
+            return True  # nothing to do: the common case of every pass over a healthy node
+        taints = [dict(t) for t in stored]
+        kept = [t for t in taints if (t.get("key"), t.get("effect")) not in gone]
         for key, effect in add:
             if not any(t.get("key") == key and t.get("effect") == effect for t in kept):
-                kept.append({"key": key, "effect": effect, "timeAdded": stamp})
+                kept.append({"key": key, "effect": effect, "timeAdded": rfc3339(self.sim.now())})
         if kept == taints:
             return True
         patch = {

@@ -567,7 +567,7 @@ def _replica_failures(all_rss: Sequence[Obj | None], new_rs: Obj | None) -> list
 
 
 def stuck_requeue(d: Mapping[str, Any], status: Mapping[str, Any], now: datetime) -> float | None:
-    """``requeueStuckDeployment``: when to look again for a deadline that may pass."""
+    """``requeueStuckDeployment``: when to recheck a deadline (0.0: now, rate-limited)."""
     current = get_condition(d.get("status") or {}, "Progressing")
     if not has_progress_deadline(d) or current is None:
         return None
@@ -577,7 +577,7 @@ def stuck_requeue(d: Mapping[str, Any], status: Mapping[str, Any], now: datetime
     if since is None:
         return None
     after = since.timestamp() + int(d["spec"]["progressDeadlineSeconds"]) - now.timestamp()
-    return 1.0 if after < 1 else after + 1
+    return 0.0 if after < 1 else after + 1
 
 
 def history_to_delete(d: Mapping[str, Any], old: list[Obj]) -> list[Obj]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -187,6 +187,27 @@ class Store:
         objects[key] = entry
         self._record(Change(rv, store, event, obj, None if previous is None else previous.obj))
         return entry
+
+    def put_computed(
+        self, store: str, objects: Mapping[Key, Obj], *, drop: Iterable[Key] = ()
+    ) -> None:
+        """Keep objects computed on read (and forget those in ``drop``), such as the
+        ``metrics.k8s.io`` NodeMetrics and PodMetrics metrics-server answers with. Gets and
+        lists serve them like any other, but this is not a write: they have no resourceVersion
+        of their own, and there is no history entry, no watch event and no listener call. The
+        aggregated metrics API is not backed by etcd and cannot be watched, and tens of
+        thousands of refreshed PodMetrics must not push the cluster's real changes out of the
+        watch history (which would expire watches and list continue tokens)."""
+        kept = self._objects.setdefault(store, {})
+        for key in drop:
+            kept.pop(key, None)
+        if store in self._sorted:
+            added = [key for key in objects if key not in kept]
+            if added:
+                self._added.setdefault(store, []).extend(added)
+        rv, written = self._rv, self._wall()
+        for key, obj in objects.items():
+            kept[key] = Entry(obj, rv, written)
 
     def remove(self, store: str, key: Key) -> Obj | None:
         """Delete an object; the DELETED event carries a new resourceVersion, as etcd's does."""

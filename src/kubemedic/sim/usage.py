@@ -35,6 +35,7 @@ nodes once the model is attached to a :class:`~kubemedic.sim.engine.Simulation`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -205,6 +206,22 @@ def parse_usage(text: str | None, container: Mapping[str, Any], *, where: str) -
     )
 
 
+def _parse_shared(text: str | None, container: Mapping[str, Any], *, where: str) -> ContainerUsage:
+    """:func:`parse_usage`, shared by the containers with the same annotation and resources
+    (every pod of a workload): a 60,000-pod cluster has a few thousand distinct models. Errors
+    are raised by the uncached parse, which names the pod."""
+    try:
+        resources = orjson.dumps(container.get("resources") or {})
+        return _parse_cached(text, resources)
+    except (UsageError, TypeError):
+        return parse_usage(text, container, where=where)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_cached(text: str | None, resources: bytes) -> ContainerUsage:
+    return parse_usage(text, {"resources": orjson.loads(resources)}, where="")
+
+
 def _snake(key: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
 
@@ -308,7 +325,7 @@ class UsageModel:
             where = f"pod {meta.get('namespace')}/{meta.get('name')} container {name}"
             text = texts.get(ANNOTATION_PREFIX + name)
             try:
-                parsed[name] = parse_usage(text, container, where=where)
+                parsed[name] = _parse_shared(text, container, where=where)
             except UsageError as exc:
                 if where not in self._warned:
                     self._warned.add(where)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,6 +13,7 @@ from kubemedic.model.quantities import parse_quantity
 from kubemedic.sim import defaulting, generating, zeroing
 from kubemedic.sim.apiserver import ApiServer
 from kubemedic.sim.client import Client
+from kubemedic.sim.clock import VirtualClock
 from kubemedic.sim.generating import GeneratedPool, Layout, generate
 from kubemedic.sim.writing import clone
 
@@ -161,7 +163,9 @@ def test_generated_objects_are_already_what_the_servers_defaulting_makes_of_them
 
 def test_a_defaulted_load_stores_what_a_full_load_stores() -> None:
     objects = generate(Layout(nodes=10, pods=400, namespaces=2, replicas=(1, 2))).objects
-    full, fast = ApiServer(), ApiServer()
+    origin = datetime(2026, 3, 1, tzinfo=UTC)  # both servers stamp the same second
+    full = ApiServer(clock=VirtualClock(origin, paused=True))
+    fast = ApiServer(clock=VirtualClock(origin, paused=True))
     full.load(objects)
     fast.load(objects, defaulted=True)
     for obj in objects:

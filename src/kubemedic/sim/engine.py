@@ -92,7 +92,7 @@ GC_THRESHOLDS = (50_000, 20, 10)
 def fewer_collections() -> Iterator[None]:
     """Raise CPython's collection thresholds for the duration, then restore them.
 
-    A simulated cluster is a large, long-lived heap (the stored objects: about ten million
+    A simulated cluster is a large, long-lived heap (the stored objects: some 2.6 million
     tracked containers for 60,000 pods) and every write allocates thousands of short-lived
     dicts (copies, patches, managedFields). With the default thresholds ``(700, 10, 10)`` a
     young collection runs every few writes and a full one, walking the whole store for seconds,

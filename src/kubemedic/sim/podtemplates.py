@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from kubemedic.model import placement
 from kubemedic.model.objects import parse_time
 from kubemedic.sim import errors
 from kubemedic.sim.client import Client
@@ -350,72 +351,16 @@ def slow_start_batch(count: int, fn: Callable[[], object]) -> tuple[int, errors.
 # -- node predicates -----------------------------------------------------------------------------
 
 
-def _requirement_matches(req: Mapping[str, Any], value: str | None) -> bool:
-    operator = req.get("operator")
-    values = [str(v) for v in req.get("values") or ()]
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
-        try:
-            have, want = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > want if operator == "Gt" else have < want
-    return False
-
-
-def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], name: str) -> bool:
-    expressions = term.get("matchExpressions") or ()
-    fields = term.get("matchFields") or ()
-    if not expressions and not fields:
-        return False  # an empty term matches no node
-    for req in expressions:
-        if not _requirement_matches(req, labels.get(str(req.get("key", "")))):
-            return False
-    for req in fields:
-        if req.get("key") != "metadata.name" or not _requirement_matches(req, name):
-            return False
-    return True
-
-
 def node_affinity_matches(spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """``nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)``: the pod's ``nodeSelector``
-    and its required node affinity (terms ORed; a term's requirements ANDed)."""
-    meta = node.get("metadata") or {}
-    labels: Mapping[str, str] = meta.get("labels") or {}
-    for key, value in (spec.get("nodeSelector") or {}).items():
-        if labels.get(key) != value:
-            return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if required is None:
-        return True
-    name = str(meta.get("name") or "")
-    return any(_term_matches(t, labels, name) for t in required.get("nodeSelectorTerms") or ())
+    and its required node affinity (terms ORed; a term's requirements ANDed). The rule is the
+    one kubemedic's checks apply (:func:`kubemedic.model.placement.affinity_matches`)."""
+    return placement.affinity_matches(spec, node)
 
 
 def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """``Toleration.ToleratesTaint``: an empty effect or key matches all; ``Exists`` ignores
-    the value; an empty operator means ``Equal``."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return False
+    """``Toleration.ToleratesTaint`` (:func:`kubemedic.model.placement.tolerates`)."""
+    return placement.tolerates(toleration, taint)
 
 
 def untolerated_taint(

@@ -108,7 +108,8 @@ async def _run_paced(
             loop.add_signal_handler(sig, stop.set)
     server = run.sim.server
     if options.serve:
-        port = await server.start(port=options.port)
+        # The simulation runs the server's control loops on its own passes.
+        port = await server.start(port=options.port, tick=False)
         if options.kubeconfig_out is not None:
             serving.write_kubeconfig(options.kubeconfig_out, f"http://127.0.0.1:{port}")
         err.print(f"serving the cluster's API on {server.url}", highlight=False)

@@ -154,8 +154,10 @@ class ApiServer:
         app.router.add_route("*", "/{tail:.*}", handler.dispatch)
         return app
 
-    async def start(self, *, host: str = "127.0.0.1", port: int = 0) -> int:
-        """Serve on ``host:port`` (0 picks a free port); returns the bound port."""
+    async def start(self, *, host: str = "127.0.0.1", port: int = 0, tick: bool = True) -> int:
+        """Serve on ``host:port`` (0 picks a free port); returns the bound port. ``tick=False``
+        leaves the built-in control loops to a simulation that runs them on each of its
+        passes."""
         self._runner = web.AppRunner(
             self.app(), access_log=None, handle_signals=False, shutdown_timeout=2.0
         )
@@ -166,7 +168,8 @@ class ApiServer:
         assert server is not None
         sockets = getattr(server, "sockets", None) or ()
         self.port = int(next(iter(sockets)).getsockname()[1]) if sockets else port
-        self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
+        if tick:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
         return self.port
 
     async def _tick_forever(self) -> None:

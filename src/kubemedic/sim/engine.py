@@ -36,7 +36,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -188,7 +188,6 @@ class Stats:
     changes: int = 0
     errors: int = 0
     wall: float = 0.0
-    by_kind: dict[str, int] = field(default_factory=dict)
 
 
 class Simulation:

@@ -10,7 +10,7 @@ import enum
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -23,6 +23,7 @@ from kubemedic._version import __version__
 from kubemedic.checks import registry
 from kubemedic.checks.findings import Finding, Severity
 from kubemedic.model import objects
+from kubemedic.model.view import ClusterView
 from kubemedic.output import rendering
 from kubemedic.snapshot import loading
 
@@ -131,18 +132,36 @@ def scan(
             min=0, help="Table rows per check and severity; the rest are counted (0: all)."
         ),
     ] = 20,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(
+            "--kubeconfig",
+            help="Scan the live cluster of this kubeconfig file (default: KUBECONFIG, "
+            "~/.kube/config, or the in-cluster service account).",
+        ),
+    ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option("--context", help="The kubeconfig context to use (default: current)."),
+    ] = None,
 ) -> None:
-    """Scan a cluster snapshot once and report every risk found."""
-    if snapshot is None:
-        raise _fail("--snapshot PATH is required (a file or directory of kubectl -o json output)")
+    """Scan a cluster once and report every risk found: the live cluster of the kubeconfig
+    (as kubectl finds it), or a snapshot with --snapshot."""
+    if snapshot is not None and (kubeconfig is not None or context is not None):
+        raise _fail("--snapshot reads files; it cannot be combined with --kubeconfig/--context")
     settings = _settings(config)
     names = [n for n in _chosen_checks(check, skip_check) if n not in settings.disabled]
     when = _parse_at(at)
-    try:
-        loaded = loading.load_snapshot(snapshot)
-    except loading.SnapshotError as error:
-        raise _fail(str(error)) from None
-    view = loaded.view(at=when)
+    if snapshot is not None:
+        try:
+            loaded = loading.load_snapshot(snapshot)
+        except loading.SnapshotError as error:
+            raise _fail(str(error)) from None
+        view = loaded.view(at=when)
+        title = f"kubemedic scan of {snapshot}"
+        notes = _notes(loaded)
+    else:
+        view, title, notes = _live_view(kubeconfig, context, at=when)
     findings = checks.run_checks(view, names=names, configs=settings.configs)
     if output is OutputFormat.json:
         sys.stdout.buffer.write(rendering.render_json(findings, generated_at=datetime.now(UTC)))
@@ -151,11 +170,28 @@ def scan(
         rendering.render_table(
             findings,
             console=Console(),
-            title=f"kubemedic scan of {snapshot} as of {objects.format_time(view.now)}",
-            notes=_notes(loaded),
+            title=f"{title} as of {objects.format_time(view.now)}",
+            notes=notes,
             per_check=limit,
         )
     raise typer.Exit(exit_code(findings, fail_on))
+
+
+def _live_view(
+    kubeconfig: Path | None, context: str | None, *, at: datetime | None
+) -> tuple[ClusterView, str, list[str]]:
+    from kubemedic.cli import live  # noqa: PLC0415 - registered after this module loads
+    from kubemedic.kube.config import KubeAccessError  # noqa: PLC0415
+
+    try:
+        scanned = live.read_cluster(kubeconfig, context)
+    except KubeAccessError as error:
+        raise _fail(str(error)) from None
+    resolved, fetched = scanned.resolved, scanned.snapshot
+    title = f"kubemedic scan of context {resolved.context} ({resolved.server})"
+    read = f"{len(fetched.bodies)} objects listed from {resolved.server} (from {resolved.source})."
+    notes = [read, *fetched.notes, *_workload_notes(fetched.bodies, live=True)]
+    return fetched.view(at=at), title, notes
 
 
 def _settings(path: Path | None) -> configuration.Settings:
@@ -175,16 +211,22 @@ def _notes(loaded: loading.LoadedSnapshot) -> list[str]:
     if loaded.unknown_kinds:
         counted = ", ".join(f"{n} {k}" for k, n in sorted(loaded.unknown_kinds.items()))
         notes.append(f"Ignored (kinds kubemedic does not use): {counted}.")
-    workloads = [b for b in loaded.bodies if b.get("kind") in _MANAGED_KINDS]
-    bare = sum(1 for b in workloads if not objects.get_list(b, "metadata", "managedFields"))
-    if bare:
-        notes.append(
-            f"{bare} of {len(workloads)} workloads carry no managedFields, so out-of-band edits "
-            "cannot be seen on them (dump with kubectl get --show-managed-fields)."
-        )
+    notes.extend(_workload_notes(loaded.bodies))
     if loaded.skipped_files:
         notes.append(f"Skipped {len(loaded.skipped_files)} file(s) that are not JSON or YAML.")
     return notes
+
+
+def _workload_notes(bodies: list[dict[str, Any]], *, live: bool = False) -> list[str]:
+    workloads = [b for b in bodies if b.get("kind") in _MANAGED_KINDS]
+    bare = sum(1 for b in workloads if not objects.get_list(b, "metadata", "managedFields"))
+    if not bare:
+        return []
+    hint = "" if live else " (dump with kubectl get --show-managed-fields)"
+    return [
+        f"{bare} of {len(workloads)} workloads carry no managedFields, so out-of-band edits "
+        f"cannot be seen on them{hint}."
+    ]
 
 
 @app.command(name="checks")
@@ -397,6 +439,16 @@ def demo(
     """Replay the three incidents (and a healthy control) on the simulated cluster and scan
     what each leaves behind."""
     demo_module.run(console=Console(), snapshots=snapshots, err=Console(stderr=True))
+
+
+def _register_commands() -> None:
+    from kubemedic.cli import archive, daemon, incidents, live  # noqa: PLC0415 - they import us
+
+    for module in (archive, daemon, incidents, live):
+        module.register(app)
+
+
+_register_commands()
 
 
 def main() -> None:

@@ -1,0 +1,270 @@
+"""A raw JSON transport over lightkube's AsyncClient.
+
+lightkube resolves credentials (tokens, client certificates, exec plugins, in-cluster service
+accounts) and TLS, and its typed API suits small calls (Leases). Reflectors over a whole cluster
+need more than its typed ``list``/``watch`` give: the list's resourceVersion and ``continue``
+token per page, bookmarks, the watch ``ERROR`` event's Status (``410 Gone`` means relist), the
+``Retry-After`` of a ``429`` and plain dicts (decoding 150,000 pods into model classes costs
+seconds and hundreds of MB). So ``Api`` sends its own requests through lightkube's configured
+HTTP client and hands back JSON, with every failure turned into one of two exceptions:
+``ApiError`` (the server answered with an error status) or ``ConnectionLost`` (it did not answer,
+or the stream broke).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx2
+import orjson
+from lightkube import AsyncClient
+
+__all__ = ["Api", "ApiError", "ConnectionLost", "Kind"]
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A collection kubemedic lists and watches."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def stream(self) -> str:
+        """The checkpoint name of this collection: ``v1/pods``, ``apps/v1/deployments``."""
+        return f"{self.api_version}/{self.plural}"
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if namespace is not None and self.namespaced:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        return f"{base}/{name}" if name is not None else base
+
+
+class ApiError(Exception):
+    """The API server answered with an error status (its ``Status`` object when it sent one)."""
+
+    def __init__(
+        self,
+        code: int,
+        *,
+        reason: str = "",
+        message: str = "",
+        retry_after: float | None = None,
+        path: str = "",
+    ) -> None:
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+        self.path = path
+        detail = message or reason or "no message"
+        super().__init__(f"{path}: HTTP {code} {reason}: {detail}".replace(": : ", ": "))
+
+    @property
+    def gone(self) -> bool:
+        """``410 Gone``/``Expired``: the resourceVersion is older than the server keeps."""
+        return self.code == 410
+
+    @property
+    def retryable(self) -> bool:
+        """Throttling, server errors and timeouts: worth retrying after a back-off."""
+        return self.code == 429 or self.code >= 500
+
+
+class ConnectionLost(Exception):
+    """No answer: connection refused or reset, a timeout, a stream cut in the middle."""
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return None  # an HTTP date: rare from kube-apiserver; the caller backs off instead
+
+
+def _error(status: int, headers: Mapping[str, str], content: bytes, path: str) -> ApiError:
+    reason = message = ""
+    try:
+        body = orjson.loads(content) if content else None
+    except orjson.JSONDecodeError:
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        reason = str(body.get("reason") or "")
+        message = str(body.get("message") or "")
+        code = body.get("code")
+        if isinstance(code, int) and code >= 400:
+            status = code
+    else:
+        message = content[:300].decode("utf-8", "replace").strip()
+    return ApiError(
+        status, reason=reason, message=message, retry_after=_retry_after(headers), path=path
+    )
+
+
+class Api:
+    """JSON requests, list pages and watch streams against one cluster."""
+
+    def __init__(self, client: AsyncClient, *, cluster: str = "") -> None:
+        self.client = client
+        self.cluster = cluster
+        # lightkube keeps its configured httpx client (base URL, auth, TLS) here.
+        self._http: httpx2.AsyncClient = client._client._client
+        self._watch_timeout = httpx2.Timeout(10.0, read=None)
+
+    @property
+    def server(self) -> str:
+        return str(self._http.base_url).rstrip("/")
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Any:
+        """Send one request; return the decoded JSON body (None for an empty one)."""
+        content = orjson.dumps(body) if body is not None else None
+        headers = {"Accept": "application/json"}
+        if content is not None:
+            headers["Content-Type"] = content_type
+        try:
+            response = await self._http.request(
+                method,
+                path,
+                params=dict(params) if params else None,
+                content=content,
+                headers=headers,
+                timeout=timeout if timeout is not None else httpx2.USE_CLIENT_DEFAULT,
+            )
+        except httpx2.HTTPError as exc:
+            raise ConnectionLost(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 400:
+            raise _error(response.status_code, response.headers, response.content, path)
+        if not response.content:
+            return None
+        try:
+            return orjson.loads(response.content)
+        except orjson.JSONDecodeError as exc:
+            raise ConnectionLost(f"{method} {path}: the answer is not JSON: {exc}") from exc
+
+    async def server_time(self, *, timeout: float | None = None) -> datetime | None:
+        """The server's clock as the ``Date`` header of ``GET /version`` gives it (whole
+        seconds, RFC 9110 §6.6.1; any answer's header counts, even an error's), or None when
+        the answer has no parseable ``Date``."""
+        try:
+            response = await self._http.request(
+                "GET",
+                "/version",
+                headers={"Accept": "application/json"},
+                timeout=timeout if timeout is not None else httpx2.USE_CLIENT_DEFAULT,
+            )
+        except httpx2.HTTPError as exc:
+            raise ConnectionLost(f"GET /version: {type(exc).__name__}: {exc}") from exc
+        raw = response.headers.get("date")
+        if not raw:
+            return None
+        try:
+            stamped = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None
+        return stamped.astimezone(UTC) if stamped.tzinfo else stamped.replace(tzinfo=UTC)
+
+    async def get(self, path: str, params: Mapping[str, str | int] | None = None) -> Any:
+        return await self.request("GET", path, params=params)
+
+    async def list_page(
+        self,
+        kind: Kind,
+        *,
+        limit: int = 500,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+        namespace: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of a list: ``items``, ``metadata.resourceVersion``, ``metadata.continue``."""
+        params: dict[str, str | int] = {"limit": limit}
+        if continue_token:
+            params["continue"] = continue_token
+        elif resource_version is not None:
+            params["resourceVersion"] = resource_version
+        page = await self.get(kind.path(namespace), params)
+        if not isinstance(page, dict) or not isinstance(page.get("items", []), list):
+            raise ConnectionLost(f"GET {kind.path(namespace)}: the answer is not a List")
+        return page
+
+    async def watch(
+        self,
+        kind: Kind,
+        *,
+        resource_version: str | None,
+        timeout_seconds: int = 300,
+        bookmarks: bool = True,
+        namespace: str | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield raw ``WatchEvent`` objects (``type``, ``object``) until the server ends the
+        stream. An ``ERROR`` event is raised as ``ApiError`` (``410`` for an expired
+        resourceVersion); a broken stream as ``ConnectionLost``."""
+        path = kind.path(namespace)
+        params: dict[str, str] = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
+        if bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        request = self._http.build_request(
+            "GET", path, params=params, headers={"Accept": "application/json"}
+        )
+        request.extensions["timeout"] = self._watch_timeout.as_dict()
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx2.HTTPError as exc:
+            raise ConnectionLost(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+        try:
+            if response.status_code >= 400:
+                content = await response.aread()
+                raise _error(response.status_code, response.headers, content, path)
+            async for line in response.aiter_lines():
+                if not line.strip():
+                    continue
+                try:
+                    event = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise ConnectionLost(f"watch {path}: a line is not JSON: {exc}") from exc
+                if not isinstance(event, dict):
+                    raise ConnectionLost(f"watch {path}: a watch event is not an object")
+                if event.get("type") == "ERROR":
+                    status = event.get("object")
+                    raise _error(
+                        int(status.get("code") or 500) if isinstance(status, dict) else 500,
+                        {},
+                        orjson.dumps(status),
+                        path,
+                    )
+                yield event
+        except httpx2.HTTPError as exc:
+            raise ConnectionLost(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            with contextlib.suppress(httpx2.HTTPError):
+                await response.aclose()

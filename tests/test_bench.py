@@ -1,5 +1,6 @@
 """The benchmark still runs (its figures are measured by hand, never asserted here)."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,43 @@ def test_cluster_benchmark_runs_a_small_cluster_steady_then_disturbed() -> None:
         assert line in out
     assert "x real time" in out and "peak RSS" in out
     assert "disturbance: 1 kubelet stopped (1 of those nodes not Ready at the end)" in out
+
+
+@pytest.mark.timeout(300)
+def test_ingest_benchmark_writes_to_sqlite_and_to_postgresql_when_configured() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--quick", "--batch", "1000"],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    out = result.stdout
+    assert "sqlite: " in out and "events/s (target >= 20,000/s" in out
+    assert "baseline (one event per transaction)" in out and "ratio" in out
+    assert "replay of stored batches" in out
+    if os.environ.get("KUBEMEDIC_TEST_POSTGRES"):
+        assert "postgresql: " in out and "NOT MEASURED" not in out
+    else:
+        assert "postgresql: NOT MEASURED" in out
+    assert "target >= 20,000 events/s" in out
+
+
+@pytest.mark.timeout(300)
+def test_cache_benchmark_measures_memory_per_pod_and_reflector_rates() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "cache.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    out = result.stdout
+    assert "pods: 3,000 generated" in out
+    for line in ("full bodies (baseline)", "pruned dicts", "packed cache (Reflector)"):
+        assert line in out
+    assert "target <= 1536 bytes per cached pod:" in out
+    assert "reflector: list of 500 pods" in out and "watch of 2,000 changes" in out
+    assert "reflector CPU (client process)" in out

@@ -1,0 +1,6 @@
+"""The archive: what the API server forgets, kept in SQLite or PostgreSQL.
+
+``schema`` declares the tables (SQLAlchemy Core), ``migrations`` evolves them (Alembic),
+``db`` opens an archive from a URL, ``writer`` upserts batches idempotently with their
+checkpoints, ``queries`` answers the CLI's questions.
+"""

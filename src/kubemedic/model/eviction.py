@@ -41,6 +41,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 from kubemedic.model import objects
@@ -160,13 +161,14 @@ class Eviction:
         if not consumers:
             return None
 
-        def key(consumer: Consumer) -> tuple[int, float, float]:
+        def key(consumer: Consumer) -> tuple[bool, Fraction, Fraction]:
+            # Exact values: float() overflows on a quantity such as 1e999.
             excess = consumer.excess
             usage = consumer.usage
             return (
                 excess is not None,
-                float(excess) if excess is not None else 0.0,
-                float(usage) if isinstance(usage, Quantity) else 0.0,
+                excess.value if excess is not None else Fraction(0),
+                usage.value if isinstance(usage, Quantity) else Fraction(0),
             )
 
         return max(consumers, key=key)

@@ -1,0 +1,541 @@
+"""``kubemedic events`` and ``kubemedic oom``: what the archive remembers after the API server
+has forgotten it.
+
+The API server deletes Events an hour after their last update (``--event-ttl``), so by the time
+someone asks "was the hub OOM-killed?" ``kubectl get events`` shows nothing. ``kubemedic events``
+answers from the archive ``kubemedic run`` keeps, in ``kubectl get events``' columns, and marks
+the events the API server has since deleted; ``kubemedic oom`` lists OOM kills and evictions with
+the container's usage, request and limit.
+
+Times: ``--since``/``--until`` take RFC 3339 times or durations (``30s``, ``2h``, ``7d``,
+``1h30m``). A duration counts back from the archive's "now", the newest event time it holds
+(the wall clock for an archive without events), the same instant the LAST SEEN ages count from:
+an archive of a recorder that stopped, or of a simulated cluster whose clock runs elsewhere,
+reads as it did when it was recorded.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kubemedic.cli import OutputFormat, _fail
+from kubemedic.model import objects
+from kubemedic.model.quantities import Format, Quantity
+
+if TYPE_CHECKING:
+    from kubemedic.store.db import Archive
+    from kubemedic.store.queries import ArchivedEvent, OomEntry
+
+__all__ = ["register"]
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)([smhdw]))+")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="The archive: a SQLite path or SQLAlchemy URL (default: $KUBEMEDIC_DB, else "
+        "kubemedic.db).",
+    ),
+]
+ClusterOption = Annotated[
+    str | None, typer.Option("--cluster", help="Only this cluster (default: every one archived).")
+]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        help="Seen at or after: a duration back from the archive's newest event (30s, 2h, 7d, "
+        "1h30m) or an RFC 3339 time.",
+    ),
+]
+UntilOption = Annotated[
+    str | None,
+    typer.Option("--until", help="Seen at or before: an RFC 3339 time or a duration ago."),
+]
+OutputOption = Annotated[OutputFormat, typer.Option("--output", "-o")]
+
+
+# -- flags ------------------------------------------------------------------------------------
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """``30s``, ``90m``, ``2h``, ``7d``, ``1w``, ``1h30m``, ``1.5h``: None if not a duration."""
+    text = text.strip()
+    if not _DURATION.fullmatch(text):
+        return None
+    seconds = sum(float(n) * _UNITS[unit] for n, unit in _DURATION_PART.findall(text))
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        return None
+
+
+Moment = timedelta | datetime | None
+"""A ``--since``/``--until`` value: a duration back from the archive's now, or a time."""
+
+
+def _moment(flag: str, text: str | None) -> Moment:
+    """``--since``/``--until`` read before the archive is opened, so a typo fails first."""
+    if text is None:
+        return None
+    duration = parse_duration(text)
+    if duration is not None:
+        return duration
+    when = objects.parse_time(text.strip())
+    if when is None:
+        raise _fail(
+            f"{flag} {text!r}: expected a duration such as 30s, 2h, 7d or 1h30m, or an RFC 3339 "
+            "time such as 2023-02-01T20:00:00Z"
+        )
+    return when
+
+
+def _at(moment: Moment, now: datetime) -> datetime | None:
+    if not isinstance(moment, timedelta):
+        return moment
+    try:
+        return now - moment
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def _window(
+    since: str | None, until: str | None, flags: tuple[Moment, Moment], now: datetime
+) -> tuple[datetime | None, datetime | None]:
+    start, end = _at(flags[0], now), _at(flags[1], now)
+    if start is not None and end is not None and start > end:
+        raise _fail(
+            f"--since {since!r} is after --until {until!r} ({_rfc3339(start)} > {_rfc3339(end)})"
+        )
+    return start, end
+
+
+# -- the archive ------------------------------------------------------------------------------
+
+
+def _open(db: str | None) -> Archive:
+    """The archive ``--db`` names, never creating one: a missing SQLite file or a database
+    without kubemedic's tables is an error telling how to make one."""
+    from sqlalchemy.engine import make_url  # noqa: PLC0415 - the database stack loads on use
+
+    from kubemedic.store.db import Archive, ArchiveError, database_url  # noqa: PLC0415
+
+    try:
+        url = database_url(db)
+    except ArchiveError as error:
+        raise _fail(f"--db {error}") from None
+    parsed = make_url(url)
+    shown = parsed.render_as_string(hide_password=True)
+    if parsed.drivername == "sqlite":
+        database = parsed.database or ""
+        if database not in ("", ":memory:") and not database.startswith("file:"):
+            path = Path(database)
+            shown = str(path)
+            # An empty file is no archive either (and opening it would turn it into one).
+            if not path.is_file() or path.stat().st_size == 0:
+                raise _fail(f"no archive at {shown}: run `kubemedic run` first")
+    try:
+        return Archive.open(url, migrate=False)
+    except ArchiveError as error:
+        if _empty_database(url):
+            raise _fail(f"no archive at {shown}: run `kubemedic run` first") from None
+        raise _fail(str(error)) from None
+
+
+def _empty_database(url: str) -> bool:
+    """Whether the database at ``url`` answers but holds none of kubemedic's tables (a new
+    PostgreSQL database, an empty SQLite file), as opposed to an unreachable server, a file
+    that is not a database, or an archive of another schema version."""
+    import sqlalchemy as sa  # noqa: PLC0415
+
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    try:
+        with engine.connect() as connection:
+            return not sa.inspect(connection).has_table("events")
+    except sa.exc.SQLAlchemyError:
+        return False
+    finally:
+        engine.dispose()
+
+
+def _archive_now(archive: Archive, cluster: str | None) -> datetime:
+    from kubemedic.store import queries  # noqa: PLC0415
+
+    return queries.newest_event_time(archive, cluster=cluster) or datetime.now(UTC)
+
+
+def _unknown_cluster(archive: Archive, cluster: str | None) -> str:
+    """A hint when ``--cluster`` names a cluster the archive does not hold (a typo, or the
+    kubeconfig's cluster name differs from the one recorded)."""
+    from kubemedic.store import queries  # noqa: PLC0415
+
+    if cluster is None:
+        return ""
+    known = queries.clusters(archive)
+    if cluster in known:
+        return ""
+    return f": the archive holds no cluster {cluster!r} (it holds: {', '.join(known) or 'none'})"
+
+
+# -- printing helpers -------------------------------------------------------------------------
+
+
+def _rfc3339(when: datetime | None) -> str | None:
+    """RFC 3339 in UTC with ``Z``; microseconds only when there are some (``MicroTime``)."""
+    if when is None:
+        return None
+    when = when.astimezone(UTC)
+    if when.microsecond:
+        return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def human_duration(elapsed: timedelta) -> str:
+    """kubectl's ages (``duration.HumanDuration`` in apimachinery): ``45s``, ``5m3s``,
+    ``65m``, ``3h20m``, ``26h``, ``3d4h``, ``40d``, ``2y10d``..."""
+    seconds = int(elapsed.total_seconds())
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        rest = seconds % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = seconds // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{rest}d" if rest else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def _age(when: datetime | None, now: datetime) -> str:
+    return "<unknown>" if when is None else human_duration(now - when)
+
+
+def _cell(text: str, style: str = "") -> Text:
+    """Cluster data as a table cell: never read as Rich markup, control characters (terminal
+    escapes a pod could put in a message) shown as ``?``, line breaks as spaces."""
+    flat = text.replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
+    return Text(_CONTROL.sub("?", flat), style=style)
+
+
+def _amount(value: int | None, resource: str) -> str:
+    if value is None:
+        return ""
+    if resource == "cpu":
+        return f"{value}m"
+    if resource in ("memory", "ephemeral-storage", ""):
+        return Quantity(Fraction(value), Format.BINARY_SI).human()
+    return str(value)
+
+
+def _write_json(document: object) -> None:
+    sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+def _table(columns: Sequence[str], caption: str) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False, caption=caption)
+    table.caption_justify = "left"
+    for column in columns:
+        table.add_column(column, overflow="fold", no_wrap=column not in ("MESSAGE", "DETAILS"))
+    return table
+
+
+# -- kubemedic events -------------------------------------------------------------------------
+
+
+def event_json(event: ArchivedEvent) -> dict[str, Any]:
+    """One archived event as the JSON output shows it."""
+    return {
+        "cluster": event.cluster,
+        "uid": event.uid,
+        "apiVersion": event.api_version,
+        "namespace": event.namespace or None,
+        "name": event.name,
+        "type": event.type,
+        "reason": event.reason,
+        "message": event.message,
+        "object": {
+            "kind": event.object_kind,
+            "namespace": event.object_namespace or None,
+            "name": event.object_name,
+            "uid": event.object_uid or None,
+            "fieldPath": event.field_path or None,
+        },
+        "source": {"component": event.source or None, "host": event.host or None},
+        "node": event.node or None,
+        "count": event.count,
+        "firstSeen": _rfc3339(event.first_seen),
+        "lastSeen": _rfc3339(event.last_seen),
+        "deletedAt": _rfc3339(event.deleted_at),
+        "counts": [
+            {"count": seen.count, "lastSeen": _rfc3339(seen.last_seen)} for seen in event.counts
+        ],
+        "resourceVersion": event.resource_version,
+    }
+
+
+def _events_table(
+    found: Sequence[ArchivedEvent], *, now: datetime, namespaced: bool, console: Console
+) -> None:
+    several = len({event.cluster for event in found}) > 1
+    columns = [
+        *(["CLUSTER"] if several else []),
+        *([] if namespaced else ["NAMESPACE"]),
+        "LAST SEEN",
+        "TYPE",
+        "REASON",
+        "OBJECT",
+        "MESSAGE",
+        "COUNT",
+        "FIRST SEEN",
+        "GONE",
+    ]
+    gone = sum(1 for event in found if event.gone)
+    caption = f"{len(found)} event(s); ages as of {_rfc3339(now)}"
+    if gone:
+        caption += f"; GONE: {gone} deleted by the API server since (event TTL)"
+    table = _table(columns, caption)
+    for event in found:
+        warning = event.type == "Warning"
+        cells = [
+            *([_cell(event.cluster)] if several else []),
+            *([] if namespaced else [_cell(event.namespace)]),
+            _cell(_age(event.last_seen, now)),
+            _cell(event.type, "yellow" if warning else ""),
+            _cell(event.reason, "bold" if warning else ""),
+            _cell(f"{event.object_kind.lower()}/{event.object_name}"),
+            _cell(event.message),
+            _cell(str(event.count)),
+            _cell(_age(event.first_seen, now)),
+            _cell("gone" if event.gone else "", "dim"),
+        ]
+        table.add_row(*cells)
+    console.print(table)
+
+
+def events(
+    *,
+    db: DbOption = None,
+    cluster: ClusterOption = None,
+    reason: Annotated[str | None, typer.Option(help="Only this reason (exact: Evicted).")] = None,
+    type_: Annotated[
+        str | None, typer.Option("--type", help="Only this type: Normal or Warning.")
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Only events in this namespace.")
+    ] = None,
+    object_: Annotated[
+        str | None,
+        typer.Option(
+            "--object", help="Only events about KIND/NAME (pod/hub-0, no/core-2, deploy/hub)."
+        ),
+    ] = None,
+    node: Annotated[str | None, typer.Option(help="Only events from or about this node.")] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    grep: Annotated[
+        str | None,
+        typer.Option(
+            help="Only events whose message, reason or object name contains this text (any case)."
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=0, help="Only the newest N (still oldest first).")
+    ] = None,
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """Archived events, as `kubectl get events` would show them had the API server kept them."""
+    from kubemedic.store import queries  # noqa: PLC0415
+
+    flags = (_moment("--since", since), _moment("--until", until))
+    kind = name = None
+    if object_ is not None:
+        try:
+            kind, name = queries.parse_object(object_)
+        except ValueError as error:
+            raise _fail(f"--object {error}") from None
+    with _open(db) as archive:
+        now = _archive_now(archive, cluster)
+        start, end = _window(since, until, flags, now)
+        query = queries.EventQuery(
+            cluster=cluster,
+            reason=reason,
+            type=type_,
+            namespace=namespace,
+            object_kind=kind,
+            object_name=name,
+            node=node,
+            since=start,
+            until=end,
+            grep=grep,
+            limit=limit,
+        )
+        found = queries.find_events(archive, query)
+        unknown = _unknown_cluster(archive, cluster) if not found else ""
+    if output is OutputFormat.json:
+        _write_json([event_json(event) for event in found])
+    elif not found:
+        Console().print(f"no events match{unknown}", highlight=False)
+    else:
+        _events_table(found, now=now, namespaced=namespace is not None, console=Console())
+
+
+# -- kubemedic oom ----------------------------------------------------------------------------
+
+
+def oom_json(entry: OomEntry) -> dict[str, Any]:
+    """One OOM kill or eviction as the JSON output shows it."""
+    return {
+        "kind": entry.kind,
+        "time": _rfc3339(entry.time),
+        "cluster": entry.cluster,
+        "namespace": entry.namespace,
+        "pod": entry.pod,
+        "podUid": entry.pod_uid,
+        "container": entry.container or None,
+        "node": entry.node or None,
+        "owner": {"kind": entry.owner_kind, "name": entry.owner_name} if entry.owner_kind else None,
+        "resource": entry.resource or None,
+        "unit": "millicores" if entry.resource == "cpu" else "bytes",
+        "usage": entry.usage,
+        "usageSource": entry.usage_source or None,
+        "usageAt": _rfc3339(entry.usage_at),
+        "request": entry.request,
+        "limit": entry.limit,
+        "restartCount": entry.restart_count,
+        "exitCode": entry.exit_code,
+        "threshold": entry.threshold or None,
+        "available": entry.available or None,
+        "message": entry.message,
+    }
+
+
+def _usage_cell(entry: OomEntry) -> str:
+    shown = _amount(entry.usage, entry.resource)
+    return f"≥{shown}" if shown and entry.usage_source == "limit" else shown
+
+
+def _details(entry: OomEntry) -> str:
+    if entry.kind == "eviction":
+        return entry.message or f"evicted: node low on {entry.resource or 'a resource'}"
+    parts = [f"exit code {entry.exit_code}" if entry.exit_code is not None else "OOMKilled"]
+    if entry.usage_source == "metrics" and entry.usage_at is not None and entry.time is not None:
+        before = human_duration(entry.time - entry.usage_at)
+        parts.append(f"usage sampled {before} before the kill")
+    elif entry.usage_source == "limit":
+        parts.append("no usage sample: it used at least its limit")
+    if entry.message:
+        parts.append(entry.message)
+    return "; ".join(parts)
+
+
+def _what(entry: OomEntry) -> Text:
+    if entry.kind == "oom-kill":
+        return _cell("OOMKilled", "bold red")
+    return _cell("Evicted", "yellow")
+
+
+def _oom_table(found: Sequence[OomEntry], *, console: Console) -> None:
+    several = len({entry.cluster for entry in found}) > 1
+    columns = [
+        *(["CLUSTER"] if several else []),
+        "TIME",
+        "WHAT",
+        "NAMESPACE",
+        "POD",
+        "CONTAINER",
+        "NODE",
+        "USAGE",
+        "REQUEST",
+        "LIMIT",
+        "RESTARTS",
+        "DETAILS",
+    ]
+    kills = sum(1 for entry in found if entry.kind == "oom-kill")
+    table = _table(columns, f"{kills} OOM kill(s), {len(found) - kills} eviction(s)")
+    for entry in found:
+        restarts = "" if entry.restart_count is None else str(entry.restart_count)
+        table.add_row(
+            *([_cell(entry.cluster)] if several else []),
+            _cell(_rfc3339(entry.time) or "<unknown>"),
+            _what(entry),
+            _cell(entry.namespace),
+            _cell(entry.pod),
+            _cell(entry.container),
+            _cell(entry.node),
+            _cell(_usage_cell(entry)),
+            _cell(_amount(entry.request, entry.resource)),
+            _cell(_amount(entry.limit, entry.resource)),
+            _cell(restarts),
+            _cell(_details(entry)),
+        )
+    console.print(table)
+
+
+def oom(
+    *,
+    db: DbOption = None,
+    cluster: ClusterOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Only pods in this namespace.")
+    ] = None,
+    node: Annotated[str | None, typer.Option(help="Only pods on this node.")] = None,
+    output: OutputOption = OutputFormat.table,
+) -> None:
+    """OOM kills and evictions, with the pod, container, node, usage, request and limit."""
+    from kubemedic.store import queries  # noqa: PLC0415
+
+    flags = (_moment("--since", since), _moment("--until", until))
+    with _open(db) as archive:
+        start, end = _window(since, until, flags, _archive_now(archive, cluster))
+        found = queries.oom_report(
+            archive, cluster=cluster, since=start, until=end, namespace=namespace, node=node
+        )
+        unknown = _unknown_cluster(archive, cluster) if not found else ""
+    if output is OutputFormat.json:
+        _write_json([oom_json(entry) for entry in found])
+    elif not found:
+        Console().print(f"no OOM kills or evictions match{unknown}", highlight=False)
+    else:
+        _oom_table(found, console=Console())
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``events`` and ``oom`` to ``app``."""
+    app.command("events")(events)
+    app.command("oom")(oom)

@@ -1,0 +1,113 @@
+"""``kubemedic run``: the recording and scanning daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kubemedic.kube.config import KubeAccessError
+from kubemedic.run.daemon import Daemon, DaemonOptions
+from kubemedic.store.db import ArchiveError, database_url
+
+__all__ = ["register"]
+
+
+class ClockChoice(StrEnum):
+    wall = "wall"
+    server = "server"
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="run")(run)
+
+
+def run(
+    *,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            help="Archive URL: a SQLite file path, sqlite:///f.db or postgresql://... "
+            "(default: $KUBEMEDIC_DB or kubemedic.db)."
+        ),
+    ] = None,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)."),
+    ] = None,
+    context: Annotated[str | None, typer.Option(help="kubeconfig context to use.")] = None,
+    cluster: Annotated[
+        str | None, typer.Option(help="Name recorded for this cluster (default: the context's).")
+    ] = None,
+    clock: Annotated[
+        ClockChoice,
+        typer.Option(help="Whose time to follow: this machine's, or the API server's."),
+    ] = ClockChoice.wall,
+    scan_interval: Annotated[
+        str, typer.Option(help="Cluster time between scans (90s, 5m, 1h).")
+    ] = "60s",
+    metrics_interval: Annotated[
+        str, typer.Option(help="Cluster time between metrics.k8s.io samples.")
+    ] = "60s",
+    retain: Annotated[
+        str | None,
+        typer.Option(help="Delete archived rows older than this (30d); default: keep all."),
+    ] = None,
+    leader_elect: Annotated[
+        bool,
+        typer.Option(help="Take a Lease first, so only one of several replicas records."),
+    ] = True,
+    lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease.")] = "default",
+    lease_name: Annotated[str, typer.Option(help="Name of the Lease.")] = "kubemedic",
+    identity: Annotated[
+        str | None, typer.Option(help="This replica's identity in the Lease (default: host_uid).")
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Record every event, OOM kill, eviction and node transition into the archive, and scan
+    the cluster on a schedule; runs until interrupted."""
+    from kubemedic.cli import _fail, _parse_duration  # noqa: PLC0415 - the package imports us
+
+    level = getattr(logging, log_level.upper(), None)
+    if not isinstance(level, int):
+        raise _fail(f"--log-level {log_level!r}: use debug, info, warning or error")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for chatty in ("httpx2", "httpx", "alembic"):  # a line per request or migration step
+        logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
+    try:
+        url = database_url(db)
+    except ArchiveError as error:
+        raise _fail(f"--db: {error}") from None
+    options = DaemonOptions(
+        db_url=url,
+        kubeconfig=kubeconfig,
+        context=context,
+        cluster=cluster,
+        clock=clock.value,
+        scan_interval=_parse_duration(scan_interval).total_seconds(),
+        metrics_interval=_parse_duration(metrics_interval).total_seconds(),
+        retain=_parse_duration(retain) if retain else None,
+        leader_elect=leader_elect,
+        lease_namespace=lease_namespace,
+        lease_name=lease_name,
+        identity=identity or "",
+    )
+    try:
+        asyncio.run(_serve(Daemon(options)))
+    except (KubeAccessError, ArchiveError) as error:
+        raise _fail(str(error)) from None
+
+
+async def _serve(daemon: Daemon) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    await daemon.run(stop)

@@ -1,0 +1,343 @@
+"""``kubemedic run``: record the cluster into the archive and scan it on a schedule.
+
+One process, one asyncio loop:
+
+* leader election on a Lease (several replicas may run; only the leader records, scans and, in
+  later versions, acts; a replica that loses the Lease stops at once and flushes what it has;
+  the Lease's timing is real time, whatever clock the cluster runs on);
+* reflectors for Events, Pods and Nodes feed the recorder (archive rows, checkpointed per
+  stream); reflectors for the workloads and PriorityClasses only keep caches for the scans;
+* metrics.k8s.io is polled (it cannot be watched) and kept as samples;
+* every ``scan_interval`` of cluster time the checks run on a view built from the caches and the
+  findings are recorded as episodes;
+* with ``retain`` set, rows older than that are deleted once an hour.
+
+Time is the cluster's: with ``clock="server"`` the daemon follows the API server's clock, so
+against the simulator running at 20x a 60 s scan interval passes in 3 s of wall time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from kubemedic import checks
+from kubemedic.checks.findings import Finding
+from kubemedic.kube import config as kubeconfig
+from kubemedic.kube import kinds
+from kubemedic.kube.api import Api, ApiError, ConnectionLost, Kind
+from kubemedic.kube.clock import Clock, ServerClock, WallClock
+from kubemedic.kube.leader import LeaderElector
+from kubemedic.kube.reflector import Reflector
+from kubemedic.model.view import ClusterView
+from kubemedic.run.recorder import Recorder
+from kubemedic.store import retention
+from kubemedic.store.db import Archive
+
+__all__ = ["Daemon", "DaemonOptions"]
+
+log = logging.getLogger("kubemedic.run")
+
+RECORDED = (kinds.EVENTS, kinds.PODS, kinds.NODES)
+"""Streams written to the archive (and checkpointed)."""
+
+CACHED = (
+    kinds.DEPLOYMENTS,
+    kinds.REPLICASETS,
+    kinds.DAEMONSETS,
+    kinds.STATEFULSETS,
+    kinds.JOBS,
+    kinds.PRIORITY_CLASSES,
+)
+"""Streams kept only in memory, for the scans."""
+
+METRICS = (kinds.POD_METRICS, kinds.NODE_METRICS)
+
+
+@dataclass
+class DaemonOptions:
+    """What ``kubemedic run`` was asked to do."""
+
+    db_url: str
+    kubeconfig: Path | None = None
+    context: str | None = None
+    cluster: str | None = None
+    clock: str = "wall"
+    scan_interval: float = 60.0
+    metrics_interval: float = 60.0
+    retain: timedelta | None = None
+    leader_elect: bool = True
+    lease_namespace: str = "default"
+    lease_name: str = "kubemedic"
+    identity: str = ""
+    check_names: list[str] | None = None
+    check_configs: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Daemon:
+    """The running daemon; ``run`` returns when ``stop`` is set (after flushing)."""
+
+    def __init__(self, options: DaemonOptions) -> None:
+        self.options = options
+        self.identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        self.api: Api | None = None
+        self.archive: Archive | None = None
+        self.clock: Clock = WallClock()
+        self.cluster = options.cluster or ""
+        self.recorder: Recorder | None = None
+        self.reflectors: list[Reflector] = []
+        self.metrics: list[dict[str, Any]] = []
+        self.scans = 0
+        self._reported: dict[str, tuple[int, int, int]] = {}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        options = self.options
+        resolved = kubeconfig.resolve(options.kubeconfig, options.context)
+        self.cluster = options.cluster or resolved.cluster
+        self.api = api = kubeconfig.connect(resolved)
+        self.archive = archive = await asyncio.to_thread(Archive.open, options.db_url)
+        try:
+            if options.clock == "server":
+                server_clock = ServerClock(api)
+                await server_clock.sync()
+                self.clock = server_clock
+            log.info(
+                "recording cluster %s (%s) into %s",
+                self.cluster,
+                api.server,
+                archive.url,
+            )
+            if options.leader_elect:
+                await self._run_elected(api, stop)
+            else:
+                await self._record(stop)
+        finally:
+            await asyncio.to_thread(archive.close)
+            await api.close()
+
+    # leadership ---------------------------------------------------------------------------
+
+    async def _run_elected(self, api: Api, stop: asyncio.Event) -> None:
+        leading = asyncio.Event()
+        lost = asyncio.Event()
+
+        def started() -> None:
+            log.info("%s is the leader: recording", self.identity)
+            lost.clear()
+            leading.set()
+
+        def stopped() -> None:
+            log.warning("%s lost the lease: stopping", self.identity)
+            leading.clear()
+            lost.set()
+
+        elector = LeaderElector(
+            api,
+            namespace=self.options.lease_namespace,
+            name=self.options.lease_name,
+            identity=self.identity,
+            # Lease timing guards against real processes dying, so it runs on real time even
+            # when the cluster's clock runs faster (a simulator at 20x would otherwise give a
+            # replica 0.5 s of wall time to renew).
+            clock=WallClock(),
+            on_started_leading=started,
+            on_stopped_leading=stopped,
+        )
+        election = asyncio.get_running_loop().create_task(elector.run(stop))
+        try:
+            while not stop.is_set():
+                if not await _first(stop.wait(), leading.wait()):
+                    break
+                either = asyncio.Event()
+                watchers = [
+                    asyncio.ensure_future(_relay(stop, either)),
+                    asyncio.ensure_future(_relay(lost, either)),
+                ]
+                try:
+                    await self._record(either)
+                finally:
+                    for task in watchers:
+                        task.cancel()
+        finally:
+            # With ``stop`` set the election releases the Lease itself (ReleaseOnCancel), so
+            # another replica takes over at once; otherwise it is cancelled like a crash.
+            if not stop.is_set():
+                election.cancel()
+            with contextlib.suppress(
+                asyncio.CancelledError, TimeoutError, ApiError, ConnectionLost
+            ):
+                await asyncio.wait_for(election, timeout=10)
+
+    # recording ----------------------------------------------------------------------------
+
+    async def _record(self, stop: asyncio.Event) -> None:
+        api, archive = self.api, self.archive
+        assert api is not None and archive is not None
+        checkpoints = await asyncio.to_thread(archive.checkpoints, self.cluster)
+        recorder = Recorder(archive, self.cluster, now=self.clock.now)
+        self.recorder = recorder
+        self.reflectors = [
+            Reflector(api, kind, recorder, resume_from=checkpoints.get(kind.stream))
+            for kind in RECORDED
+        ]
+        for kind in CACHED:
+            if await _served(api, kind):
+                self.reflectors.append(Reflector(api, kind))
+            else:
+                log.info("%s is not served: the scans go without it", kind.stream)
+        recorder.start()
+        loop = asyncio.get_running_loop()
+        tasks = [loop.create_task(reflector.run()) for reflector in self.reflectors]
+        tasks.append(loop.create_task(self._every(self.options.scan_interval, self._scan)))
+        tasks.append(loop.create_task(self._every(self.options.metrics_interval, self._poll)))
+        if self.options.retain is not None:
+            tasks.append(loop.create_task(self._every(3600.0, self._retain)))
+        stopper = loop.create_task(stop.wait())
+        try:
+            done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not stopper and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in [*tasks, stopper]:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await recorder.stop()
+            self._report(everything=True)
+            log.info(
+                "recorder stopped: %d changes, %d rows in %d batches",
+                recorder.stats.changes,
+                recorder.stats.rows,
+                recorder.stats.batches,
+            )
+
+    async def _every(self, seconds: float, job: Callable[[], Awaitable[None]]) -> None:
+        await self._synced()
+        while True:
+            try:
+                await job()
+            except (ApiError, ConnectionLost) as error:
+                log.warning("%s failed: %s", job.__name__.strip("_"), error)
+            await self.clock.sleep(seconds)
+
+    async def _synced(self) -> None:
+        for reflector in self.reflectors:
+            await reflector.synced.wait()
+
+    def bodies(self) -> Iterator[dict[str, Any]]:
+        """Everything cached, as a ClusterView reads it."""
+        return itertools.chain.from_iterable(
+            [*(reflector.bodies() for reflector in self.reflectors), self.metrics]
+        )
+
+    async def _scan(self) -> None:
+        archive = self.archive
+        assert archive is not None
+        at = self.clock.now()
+        # The caches change under the event loop; the scan reads a list of their bodies (each
+        # replaced, never mutated, on change) in a worker thread so the loop keeps renewing
+        # the Lease and reading watches meanwhile.
+        bodies = list(self.bodies())
+        findings = await asyncio.to_thread(self._assess, bodies, at)
+        await asyncio.to_thread(archive.record_findings, self.cluster, findings, at)
+        self.scans += 1
+        log.info("scan %d: %d findings", self.scans, len(findings))
+        self._report()
+
+    def _report(self, *, everything: bool = False) -> None:
+        """Log each stream's counters when its troubles changed (or all, at the end)."""
+        for reflector in self.reflectors:
+            st = reflector.stats
+            troubles = (st.relists, st.resume_expired, sum(st.errors.values()))
+            if not everything and self._reported.get(reflector.kind.stream) == troubles:
+                continue
+            self._reported[reflector.kind.stream] = troubles
+            log.info(
+                "%s: %d lists (%d relists), %d watches, %d events, %d replayed, "
+                "%d resumes expired, errors %s",
+                reflector.kind.stream,
+                st.lists,
+                st.relists,
+                st.watches,
+                st.events,
+                st.replayed,
+                st.resume_expired,
+                dict(sorted(st.errors.items())) or "none",
+            )
+
+    def _assess(self, bodies: list[dict[str, Any]], at: datetime) -> list[Finding]:
+        view = ClusterView.build(bodies, at=at)
+        return checks.run_checks(
+            view, names=self.options.check_names, configs=self.options.check_configs
+        )
+
+    async def _poll(self) -> None:
+        api, recorder = self.api, self.recorder
+        assert api is not None and recorder is not None
+        bodies: list[dict[str, Any]] = []
+        for kind in METRICS:
+            try:
+                page = await api.list_page(kind, limit=5000)
+            except ApiError as error:
+                if error.code in (404, 503):
+                    continue  # no metrics-server: nothing to sample
+                raise
+            for item in page.get("items") or []:
+                if isinstance(item, dict):
+                    item.setdefault("kind", kind.kind)
+                    item.setdefault("apiVersion", kind.api_version)
+                    bodies.append(item)
+        pods = next((r for r in self.reflectors if r.kind.kind == "Pod"), None)
+        nodes: dict[tuple[str, str], str] = {}
+        if pods is not None:
+            for pod in pods.bodies():
+                meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+                if spec.get("nodeName"):
+                    nodes[(str(meta.get("namespace") or ""), str(meta.get("name")))] = str(
+                        spec["nodeName"]
+                    )
+        self.metrics = bodies
+        recorder.add_metrics(bodies, nodes)
+
+    async def _retain(self) -> None:
+        archive, retain = self.archive, self.options.retain
+        assert archive is not None and retain is not None
+        cutoff = self.clock.now() - retain
+        removed = await asyncio.to_thread(retention.retain, archive, self.cluster, cutoff)
+        if any(removed.values()):
+            log.info("retention: removed %s", removed)
+
+
+async def _served(api: Api, kind: Kind) -> bool:
+    try:
+        await api.list_page(kind, limit=1)
+    except ApiError as error:
+        if error.code in (403, 404):
+            return False
+        raise
+    return True
+
+
+async def _first(*waits: Awaitable[Any]) -> bool:
+    """Wait for the first of ``waits``; True when it was not the first one (stop)."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return tasks[0] not in done
+
+
+async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
+    await source.wait()
+    target.set()

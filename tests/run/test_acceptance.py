@@ -59,11 +59,25 @@ def test_two_hours_of_seed_003_survive_faults_and_restarts(
     oom = _cli("oom", "--db", archive_url, "--output", "json")
     assert truth.oom_kills, "the scenario OOM-kills workers"
     assert len([i for i in oom if i["kind"] == "oom-kill"]) == len(truth.oom_kills)
+    _incident_export_reads_like_the_report(archive_url)
     assert {i["pod"] for i in oom if i["kind"] == "eviction"} >= {
         str(body["involvedObject"]["name"])
         for body in truth.events.values()
         if body.get("reason") == "Evicted"
     }
+
+
+def _incident_export_reads_like_the_report(url: str) -> None:
+    """Seed 003's report, as the daemon's own scans and archive tell it: the hub evicted from
+    the overcommitted core node, Prometheus beside it, the burst of nodes, the follow-ups."""
+    listed = json.loads(_run("incidents", "list", "--db", url, "--output", "json"))["incidents"]
+    hub = [i for i in listed if "hub" in i["title"].lower() and "evict" in i["title"].lower()]
+    assert len(hub) == 1, [i["title"] for i in listed]
+    draft = _run("incidents", "export", hub[0]["id"], "--db", url, "--format", "markdown")
+    lowered = draft.lower()
+    for words in ("timeline", "cause", "follow-up", "prometheus", "core", "evict"):
+        assert words in lowered, f"{words!r} missing from the draft:\n{draft}"
+    assert "100 nodes" in draft or "nodes added" in lowered or "scale" in lowered, draft
 
 
 async def _kill_during(recorder: RecorderProcess, playing: Coroutine[Any, Any, None]) -> None:
@@ -75,12 +89,16 @@ async def _kill_during(recorder: RecorderProcess, playing: Coroutine[Any, Any, N
     await task
 
 
-def _cli(*args: str) -> list[dict[str, object]]:
+def _run(*args: str) -> str:
     done = subprocess.run(
-        [*KUBEMEDIC, *args], capture_output=True, text=True, timeout=60, check=False
+        [*KUBEMEDIC, *args], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
-    loaded = json.loads(done.stdout)
+    return done.stdout
+
+
+def _cli(*args: str) -> list[dict[str, Any]]:
+    loaded = json.loads(_run(*args))
     assert isinstance(loaded, list)
     return loaded
 

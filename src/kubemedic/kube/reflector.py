@@ -163,6 +163,9 @@ class Reflector:
         self._listed_at: str | None = None
         self._list_rv: int | None = None
         self._replaying = False
+        self.streaming = False
+        """True while a watch is open: False while listing, backing off or reconnecting, when
+        the cache is falling behind the cluster."""
 
     @property
     def resource_version(self) -> str | None:
@@ -290,6 +293,7 @@ class Reflector:
         silent for twice as long (plus a second) is a dead connection (a half-open TCP
         connection says nothing); it is dropped as one."""
         self.stats.watches += 1
+        self.streaming = True
         loop = asyncio.get_running_loop()
         silence = 2.0 * self.watch_timeout + 1.0
         received = 0
@@ -317,6 +321,7 @@ class Reflector:
                 f"watch {self.kind.stream}: nothing from the server for {silence:.0f} s"
             )
         finally:
+            self.streaming = False
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()

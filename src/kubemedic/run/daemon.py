@@ -242,9 +242,10 @@ class Daemon:
         )
 
     async def _scan(self) -> None:
-        archive = self.archive
-        assert archive is not None
-        at = self.clock.now()
+        archive, recorder = self.archive, self.recorder
+        assert archive is not None and recorder is not None
+        behind = {r.kind.stream for r in self.reflectors if r.handler and not r.streaming}
+        at = recorder.as_of(self.clock.now(), behind=behind)
         # The caches change under the event loop; the scan reads a list of their bodies (each
         # replaced, never mutated, on change) in a worker thread so the loop keeps renewing
         # the Lease and reading watches meanwhile.

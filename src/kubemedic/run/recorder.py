@@ -18,13 +18,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from kubemedic.kube.api import Kind
-from kubemedic.model import records
+from kubemedic.model import objects, records
 from kubemedic.store.db import Archive
 from kubemedic.store.writer import Batch
 
@@ -80,6 +80,10 @@ class Recorder:
         self._terminations: set[tuple[str, str, str, int]] = set()
         self._evictions: set[tuple[str, str]] = set()
         self._flusher: asyncio.Task[None] | None = None
+        #: Per stream: the newest write time seen (``managedFields[].time``, RFC 3339 text,
+        #: which sorts as time) and the ``time.monotonic()`` of its last change.
+        self._newest: dict[str, str] = {}
+        self._last_change: dict[str, float] = {}
 
     def _new_batch(self) -> Batch:
         return Batch(
@@ -130,6 +134,8 @@ class Recorder:
 
     def _take(self, kind: Kind, type_: str, obj: Body) -> None:
         batch = self._batch
+        if type_ != "DELETED":  # a deletion carries its object's last write time, not now's
+            self._note_time(kind.stream, obj)
         if kind.kind == "Event":
             row = records.event_row(obj)
             if row is None:
@@ -163,6 +169,47 @@ class Recorder:
                 batch.transitions.extend(records.node_transitions(self._nodes.get(name), obj))
                 self._nodes[name] = _conditions_only(obj)
         self._touch()
+
+    def _note_time(self, stream: str, obj: Body) -> None:
+        self._last_change[stream] = time.monotonic()
+        meta = obj.get("metadata")
+        entries = meta.get("managedFields") if isinstance(meta, dict) else None
+        if not isinstance(entries, list):
+            return
+        newest = self._newest.get(stream, "")
+        for entry in entries:
+            written = entry.get("time") if isinstance(entry, dict) else None
+            if isinstance(written, str) and written > newest:
+                newest = written
+        if newest:
+            self._newest[stream] = newest
+
+    def as_of(
+        self,
+        now: datetime,
+        *,
+        behind: Collection[str] = (),
+        idle: float = 0.5,
+        max_lag: timedelta = timedelta(minutes=10),
+    ) -> datetime:
+        """The moment the cached state stands for. A watching stream with no new writes for
+        ``idle`` wall seconds is caught up (a server sends changes as they happen); one still
+        pouring in, or one not watching at all (``behind``: listing, backing off after a 429,
+        reconnecting), stands for the newest write time it has shown (its objects'
+        ``managedFields[].time``). The state is as of the earliest of those and ``now``, so a
+        scan does not judge a lagging cache (throttled, busy, or following a fast simulator)
+        as if it were current, calling fresh heartbeats stale. A stream whose newest write is
+        more than ``max_lag`` old says nothing about lag (its kind has simply not been written
+        lately: no new Events for an hour in a quiet cluster) and is not counted."""
+        moment = now
+        quiet_since = time.monotonic() - idle
+        for stream, changed in self._last_change.items():
+            if changed <= quiet_since and stream not in behind:
+                continue
+            written = objects.parse_time(self._newest.get(stream))
+            if written is not None and now - max_lag <= written < moment:
+                moment = written
+        return moment
 
     def _new_eviction(self, eviction: records.EvictionRow) -> bool:
         key = (eviction.pod_uid, eviction.source)

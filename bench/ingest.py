@@ -217,6 +217,7 @@ class Result:
     rows: int = 0
     client_cpu: float = 0.0
     server_cpu: float | None = None
+    recurrences: float = 0.0
     note: str = ""
 
     @property
@@ -249,7 +250,8 @@ class Result:
                 f"  baseline (one event per transaction): {self.baseline:,.0f} events/s; "
                 f"ratio {ratio:.1f}x",
                 f"  batches: {len(self.batches)}, median {median * 1000:.0f} ms, slowest "
-                f"{slowest * 1000:.0f} ms; rows in events at the end: {self.rows:,}",
+                f"{slowest * 1000:.0f} ms; {self.recurrences:.0%} of the events were recurrences "
+                f"of stored ones; rows in events at the end: {self.rows:,}",
                 f"  replay of stored batches (a relist after 410 Gone): {self.replay:,.0f} "
                 "events/s",
                 f"  CPU per event: {self.cpu_line()} (with other load on the machine the "
@@ -326,6 +328,7 @@ def ingest(name: str, url: str, *, seconds: float, batch: int, seed: int) -> Res
             result.events += len(rows)
             if len(kept) < 4:
                 kept.append(work)
+        result.recurrences = stream.updates / max(1, stream.updates + stream.created)
         server_end = _process_cpu(server)
         if server_start is not None and server_end is not None:
             result.server_cpu = server_end - server_start

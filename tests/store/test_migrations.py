@@ -27,6 +27,17 @@ def test_the_migrated_database_matches_the_schema_exactly(archive: Archive) -> N
     assert _revision(archive) == "0001"
 
 
+def test_text_columns_carry_the_schema_s_collation(archive: Archive) -> None:
+    # compare_metadata does not compare collations: byte order on PostgreSQL is checked here.
+    inspector = sa.inspect(archive.engine)
+    dialect = archive.engine.dialect
+    for table in schema.metadata.sorted_tables:
+        reflected = {column["name"]: column["type"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            expected = getattr(column.type.dialect_impl(dialect), "collation", None)
+            assert getattr(reflected[column.name], "collation", None) == expected, column
+
+
 def test_every_table_and_index_of_the_schema_is_created(archive: Archive) -> None:
     inspector = sa.inspect(archive.engine)
     assert set(inspector.get_table_names()) == {*schema.metadata.tables, "alembic_version"}

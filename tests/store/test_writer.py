@@ -391,3 +391,14 @@ def test_findings_of_one_scan_are_recorded_together_per_cluster(archive: Archive
 def test_a_findings_time_without_timezone_is_refused(archive: Archive) -> None:
     with pytest.raises(ValueError, match="has no timezone"):
         archive.record_findings("c", [finding()], T0.replace(tzinfo=None))
+
+
+def test_writing_carries_on_after_a_failed_batch(archive: Archive) -> None:
+    bad = Batch(cluster="c", events=[event("a")], evictions=[eviction("rumour")])
+    with pytest.raises(ValueError, match="rumour"):
+        archive.write(bad)
+    archive.write(Batch(cluster="c", events=[event("a", 2)], evictions=[eviction("event")]))
+    archive.write(Batch(cluster="c", events=[event("a", 3)], checkpoints={"v1/events": "3"}))
+    assert [(r["uid"], r["count"]) for r in rows(archive, schema.events)] == [("a", 3)]
+    assert [r["count"] for r in rows(archive, schema.event_counts, order="count")] == [2, 3]
+    assert len(rows(archive, schema.evictions)) == 1

@@ -9,7 +9,9 @@ Conventions, so one schema serves both databases and upserts stay idempotent:
   would let a replayed row in twice;
 * times are float seconds since the Unix epoch (UTC), microseconds kept: they compare, index and
   sort the same way in both databases and cost nothing to convert on a 20,000 rows/s ingest;
-* JSON payloads (a finding's evidence) are text holding JSON.
+* JSON payloads (a finding's evidence) are text holding JSON;
+* text compares byte by byte on both databases (``TEXT``: ``COLLATE "C"`` on PostgreSQL, as
+  SQLite's ``BINARY``), so both order and match rows alike whatever the server's locale.
 
 The natural keys (the unique constraints below) are what make a replay harmless: a restarted
 recorder, a relist after ``410 Gone`` or a second replica writes the same key and updates the row
@@ -32,6 +34,7 @@ from sqlalchemy import (
 )
 
 __all__ = [
+    "TEXT",
     "checkpoints",
     "event_counts",
     "events",
@@ -42,6 +45,11 @@ __all__ = [
     "node_transitions",
     "terminations",
 ]
+
+TEXT = Text().with_variant(Text(collation="C"), "postgresql")
+"""Text in byte order on PostgreSQL too: one ordering on both databases, and index comparisons
+by ``memcmp`` instead of the locale's ``strcoll`` (measured on the ingest bench: ~10% of the
+server's time per event, the events table having seven indexes over text)."""
 
 metadata = MetaData(
     naming_convention={
@@ -60,10 +68,10 @@ def _id() -> Column[int]:
 checkpoints = Table(
     "checkpoints",
     metadata,
-    Column("cluster", Text, nullable=False),
+    Column("cluster", TEXT, nullable=False),
     #: ``v1/events``, ``v1/pods``, ``v1/nodes``...: one per watched collection.
-    Column("stream", Text, nullable=False),
-    Column("resource_version", Text, nullable=False),
+    Column("stream", TEXT, nullable=False),
+    Column("resource_version", TEXT, nullable=False),
     Column("updated_at", Float, nullable=False),
     PrimaryKeyConstraint("cluster", "stream"),
 )
@@ -74,30 +82,30 @@ events = Table(
     "events",
     metadata,
     _id(),
-    Column("cluster", Text, nullable=False),
-    Column("uid", Text, nullable=False),
+    Column("cluster", TEXT, nullable=False),
+    Column("uid", TEXT, nullable=False),
     #: ``v1`` or ``events.k8s.io/v1``: the API the row was last read from.
-    Column("api_version", Text, nullable=False),
-    Column("namespace", Text, nullable=False, default=""),
-    Column("name", Text, nullable=False),
-    Column("type", Text, nullable=False),
-    Column("reason", Text, nullable=False),
-    Column("message", Text, nullable=False),
-    Column("object_kind", Text, nullable=False),
-    Column("object_namespace", Text, nullable=False, default=""),
-    Column("object_name", Text, nullable=False),
-    Column("object_uid", Text, nullable=False, default=""),
-    Column("field_path", Text, nullable=False, default=""),
+    Column("api_version", TEXT, nullable=False),
+    Column("namespace", TEXT, nullable=False, default=""),
+    Column("name", TEXT, nullable=False),
+    Column("type", TEXT, nullable=False),
+    Column("reason", TEXT, nullable=False),
+    Column("message", TEXT, nullable=False),
+    Column("object_kind", TEXT, nullable=False),
+    Column("object_namespace", TEXT, nullable=False, default=""),
+    Column("object_name", TEXT, nullable=False),
+    Column("object_uid", TEXT, nullable=False, default=""),
+    Column("field_path", TEXT, nullable=False, default=""),
     #: The reporting component (``kubelet``, ``default-scheduler``...).
-    Column("source", Text, nullable=False, default=""),
+    Column("source", TEXT, nullable=False, default=""),
     #: The reporting host: for kubelet events, the node.
-    Column("host", Text, nullable=False, default=""),
+    Column("host", TEXT, nullable=False, default=""),
     #: The node the event is about or came from (a Node object's name, else the host).
-    Column("node", Text, nullable=False, default=""),
+    Column("node", TEXT, nullable=False, default=""),
     Column("count", Integer, nullable=False),
     Column("first_seen", Float, nullable=True),
     Column("last_seen", Float, nullable=True),
-    Column("resource_version", Text, nullable=False, default=""),
+    Column("resource_version", TEXT, nullable=False, default=""),
     #: When the API server deleted it (TTL expiry, usually one hour), as seen by a watch.
     Column("deleted_at", Float, nullable=True),
     Column("recorded_at", Float, nullable=False),
@@ -114,8 +122,8 @@ events = Table(
 event_counts = Table(
     "event_counts",
     metadata,
-    Column("cluster", Text, nullable=False),
-    Column("uid", Text, nullable=False),
+    Column("cluster", TEXT, nullable=False),
+    Column("uid", TEXT, nullable=False),
     Column("count", Integer, nullable=False),
     Column("last_seen", Float, nullable=True),
     PrimaryKeyConstraint("cluster", "uid", "count"),
@@ -126,25 +134,25 @@ terminations = Table(
     "terminations",
     metadata,
     _id(),
-    Column("cluster", Text, nullable=False),
-    Column("pod_uid", Text, nullable=False),
-    Column("namespace", Text, nullable=False),
-    Column("pod", Text, nullable=False),
-    Column("container", Text, nullable=False),
+    Column("cluster", TEXT, nullable=False),
+    Column("pod_uid", TEXT, nullable=False),
+    Column("namespace", TEXT, nullable=False),
+    Column("pod", TEXT, nullable=False),
+    Column("container", TEXT, nullable=False),
     #: Stable identity of this termination within the container: the containerID when the
     #: runtime gave one, else the start and finish times.
-    Column("key", Text, nullable=False),
-    Column("node", Text, nullable=False, default=""),
-    Column("owner_kind", Text, nullable=False, default=""),
-    Column("owner_name", Text, nullable=False, default=""),
-    Column("reason", Text, nullable=False, default=""),
+    Column("key", TEXT, nullable=False),
+    Column("node", TEXT, nullable=False, default=""),
+    Column("owner_kind", TEXT, nullable=False, default=""),
+    Column("owner_name", TEXT, nullable=False, default=""),
+    Column("reason", TEXT, nullable=False, default=""),
     Column("exit_code", Integer, nullable=True),
     Column("signal", Integer, nullable=True),
     #: The container's restartCount once this termination was counted.
     Column("restart_count", Integer, nullable=False, default=0),
     Column("started_at", Float, nullable=True),
     Column("finished_at", Float, nullable=True),
-    Column("message", Text, nullable=False, default=""),
+    Column("message", TEXT, nullable=False, default=""),
     Column("memory_request", BigInteger, nullable=True),
     Column("memory_limit", BigInteger, nullable=True),
     Column("recorded_at", Float, nullable=False),
@@ -160,28 +168,28 @@ evictions = Table(
     "evictions",
     metadata,
     _id(),
-    Column("cluster", Text, nullable=False),
-    Column("pod_uid", Text, nullable=False),
-    Column("namespace", Text, nullable=False),
-    Column("pod", Text, nullable=False),
-    Column("node", Text, nullable=False, default=""),
-    Column("owner_kind", Text, nullable=False, default=""),
-    Column("owner_name", Text, nullable=False, default=""),
+    Column("cluster", TEXT, nullable=False),
+    Column("pod_uid", TEXT, nullable=False),
+    Column("namespace", TEXT, nullable=False),
+    Column("pod", TEXT, nullable=False),
+    Column("node", TEXT, nullable=False, default=""),
+    Column("owner_kind", TEXT, nullable=False, default=""),
+    Column("owner_name", TEXT, nullable=False, default=""),
     Column("at", Float, nullable=True),
     #: ``kubemedic.model.eviction.DisruptionKind`` value (node-pressure, storage-limit...).
-    Column("kind", Text, nullable=False),
+    Column("kind", TEXT, nullable=False),
     #: The starved resource (``memory``, ``ephemeral-storage``...).
-    Column("resource", Text, nullable=False, default=""),
-    Column("threshold", Text, nullable=False, default=""),
-    Column("available", Text, nullable=False, default=""),
+    Column("resource", TEXT, nullable=False, default=""),
+    Column("threshold", TEXT, nullable=False, default=""),
+    Column("available", TEXT, nullable=False, default=""),
     #: The largest consumer the kubelet named, with its usage and request in bytes (or
     #: millicores for CPU-like resources), when the message named one.
-    Column("container", Text, nullable=False, default=""),
+    Column("container", TEXT, nullable=False, default=""),
     Column("usage", BigInteger, nullable=True),
     Column("request", BigInteger, nullable=True),
-    Column("message", Text, nullable=False, default=""),
+    Column("message", TEXT, nullable=False, default=""),
     #: ``pod-status`` and/or ``event``: where it was read (comma-joined when both).
-    Column("source", Text, nullable=False),
+    Column("source", TEXT, nullable=False),
     Column("recorded_at", Float, nullable=False),
     UniqueConstraint("cluster", "pod_uid"),
     Index(None, "cluster", "at"),
@@ -193,14 +201,14 @@ node_transitions = Table(
     "node_transitions",
     metadata,
     _id(),
-    Column("cluster", Text, nullable=False),
-    Column("node", Text, nullable=False),
-    Column("condition", Text, nullable=False),
-    Column("status", Text, nullable=False),
+    Column("cluster", TEXT, nullable=False),
+    Column("node", TEXT, nullable=False),
+    Column("condition", TEXT, nullable=False),
+    Column("status", TEXT, nullable=False),
     #: The status before, as last recorded ("" when first seen).
-    Column("previous", Text, nullable=False, default=""),
-    Column("reason", Text, nullable=False, default=""),
-    Column("message", Text, nullable=False, default=""),
+    Column("previous", TEXT, nullable=False, default=""),
+    Column("reason", TEXT, nullable=False, default=""),
+    Column("message", TEXT, nullable=False, default=""),
     #: The condition's lastTransitionTime.
     Column("at", Float, nullable=False),
     Column("recorded_at", Float, nullable=False),
@@ -213,13 +221,13 @@ node_transitions = Table(
 metric_samples = Table(
     "metric_samples",
     metadata,
-    Column("cluster", Text, nullable=False),
+    Column("cluster", TEXT, nullable=False),
     #: ``pod`` (one row per container) or ``node``.
-    Column("kind", Text, nullable=False),
-    Column("namespace", Text, nullable=False, default=""),
-    Column("name", Text, nullable=False),
-    Column("container", Text, nullable=False, default=""),
-    Column("node", Text, nullable=False, default=""),
+    Column("kind", TEXT, nullable=False),
+    Column("namespace", TEXT, nullable=False, default=""),
+    Column("name", TEXT, nullable=False),
+    Column("container", TEXT, nullable=False, default=""),
+    Column("node", TEXT, nullable=False, default=""),
     Column("at", Float, nullable=False),
     Column("window_seconds", Float, nullable=True),
     Column("cpu_millicores", Float, nullable=True),
@@ -233,18 +241,18 @@ findings = Table(
     "findings",
     metadata,
     _id(),
-    Column("cluster", Text, nullable=False),
+    Column("cluster", TEXT, nullable=False),
     #: Hash of (check, object, cause): one finding's identity across scans.
-    Column("fingerprint", Text, nullable=False),
-    Column("check", Text, nullable=False),
-    Column("severity", Text, nullable=False),
-    Column("object_api_version", Text, nullable=False, default=""),
-    Column("object_kind", Text, nullable=False),
-    Column("object_namespace", Text, nullable=False, default=""),
-    Column("object_name", Text, nullable=False),
-    Column("message", Text, nullable=False),
-    Column("evidence", Text, nullable=False, default="{}"),
-    Column("cause", Text, nullable=False),
+    Column("fingerprint", TEXT, nullable=False),
+    Column("check", TEXT, nullable=False),
+    Column("severity", TEXT, nullable=False),
+    Column("object_api_version", TEXT, nullable=False, default=""),
+    Column("object_kind", TEXT, nullable=False),
+    Column("object_namespace", TEXT, nullable=False, default=""),
+    Column("object_name", TEXT, nullable=False),
+    Column("message", TEXT, nullable=False),
+    Column("evidence", TEXT, nullable=False, default="{}"),
+    Column("cause", TEXT, nullable=False),
     #: An episode: from the first scan that found it to the last, until it has been absent for
     #: longer than the writer's reopen gap (then a new row starts).
     Column("first_seen", Float, nullable=False),

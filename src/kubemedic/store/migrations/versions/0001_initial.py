@@ -26,8 +26,12 @@ def _id() -> sa.Column[int]:
     return sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False)
 
 
+TEXT = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+"""Text in byte order on both databases (``COLLATE "C"`` on PostgreSQL)."""
+
+
 def _text(name: str) -> sa.Column[str]:
-    return sa.Column(name, sa.Text(), nullable=False)
+    return sa.Column(name, TEXT, nullable=False)
 
 
 def _float(name: str, *, nullable: bool = True) -> sa.Column[float]:

@@ -347,6 +347,7 @@ def _build(mode: str, count: int) -> tuple[Any, float]:
     """The structure ``mode`` keeps for ``count`` pods, and the seconds spent decoding and
     storing (generation and encoding excluded)."""
     import orjson
+    from lightkube.resources.core_v1 import Pod
 
     from kubemedic.kube.compact import CompactCache, compact_for
 
@@ -361,6 +362,8 @@ def _build(mode: str, count: int) -> tuple[Any, float]:
             body = orjson.loads(raw)
             if mode == "full":
                 kept.append(body)
+            elif mode == "typed":
+                kept.append(Pod.from_dict(body))
             elif mode == "pruned":
                 kept.append(compact(body))
             else:
@@ -523,7 +526,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="3,000 pods, 500 served, 2,000 changes"
     )
-    parser.add_argument("--child", choices=("full", "pruned", "packed"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", choices=("full", "typed", "pruned", "packed"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sys.path[:0] = [str(SRC)]
@@ -541,12 +546,14 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {platform.python_version()}"
     )
     full = _run_child("full", sample)
+    typed = _run_child("typed", sample)
     pruned = _run_child("pruned", sample)
     packed = _run_child("packed", args.pods)
     print(f"pods: {args.pods:,} generated (~{full['json']:,} bytes of JSON each, as served)")
     print("bytes per cached pod          tracemalloc      RSS   ingest")
     for name, found, count in (
         ("full bodies (baseline)", full, sample),
+        ("lightkube typed models", typed, sample),
         ("pruned dicts", pruned, sample),
         ("packed cache (Reflector)", packed, args.pods),
     ):

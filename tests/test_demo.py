@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -31,6 +32,24 @@ def test_demo_replays_each_incident_then_the_healthy_control() -> None:
     assert "evicted" in hub
     assert "0 findings: 0 critical, 0 warning, 0 info" in healthy
     assert "replayed: 00:10:00 of cluster time" in storm
+    # The memory incident, recorded by `kubemedic run` over HTTP and asked of the archive two
+    # hours on, when the API server has expired every eviction event.
+    archive = hub[hub.index("An hour later") :]
+    assert "$ kubemedic events --reason Evicted" in archive
+    assert "gone" in archive  # deleted by the API server, kept by the archive
+    assert "hub-" in archive and "core-2" in archive
+    assert "0 OOM kill(s), 10 eviction(s)" in archive
+    assert "# JupyterHub hub evicted: memory overcommit on core pool, Prometheus beside it" in (
+        archive
+    )
+
+
+def test_demo_keeps_the_archive_when_asked(tmp_path: Path) -> None:
+    kept = tmp_path / "demo.db"
+    kept.write_bytes(b"")
+    result = CliRunner().invoke(app, ["demo", "--archive", str(kept)])
+    assert result.exit_code == 2
+    assert "exists" in result.output
 
 
 def test_demo_can_scan_the_bundled_snapshots_instead() -> None:

@@ -15,8 +15,9 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from kubemedic.cli import app
-from kubemedic.cli.archive import human_duration, parse_duration
+from kubemedic.cli.archive import parse_duration
 from kubemedic.model import records
+from kubemedic.model.timing import kubectl_age as human_duration
 from kubemedic.store.db import Archive
 from kubemedic.store.writer import Batch
 from tests.factories import event

@@ -435,10 +435,21 @@ def demo(
             "--snapshots", help="Scan the bundled snapshots instead of replaying the scenarios."
         ),
     ] = False,
+    archive: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep the archive `kubemedic run` records during the demo in this SQLite file."
+        ),
+    ] = None,
 ) -> None:
     """Replay the three incidents (and a healthy control) on the simulated cluster and scan
-    what each leaves behind."""
-    demo_module.run(console=Console(), snapshots=snapshots, err=Console(stderr=True))
+    what each leaves behind; the memory incident is recorded by `kubemedic run` over HTTP and
+    asked of the archive two hours later, when the API server has forgotten it."""
+    if archive is not None and archive.exists():
+        raise _fail(f"--archive {archive}: the file exists; the demo records into a new one")
+    demo_module.run(
+        console=Console(), snapshots=snapshots, err=Console(stderr=True), archive=archive
+    )
 
 
 def _register_commands() -> None:

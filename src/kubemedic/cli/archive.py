@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kubemedic.cli import OutputFormat, _fail
-from kubemedic.model import objects
+from kubemedic.model import objects, timing
 from kubemedic.model.quantities import Format, Quantity
 
 if TYPE_CHECKING:
@@ -206,41 +206,8 @@ def _rfc3339(when: datetime | None) -> str | None:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def human_duration(elapsed: timedelta) -> str:
-    """kubectl's ages (``duration.HumanDuration`` in apimachinery): ``45s``, ``5m3s``,
-    ``65m``, ``3h20m``, ``26h``, ``3d4h``, ``40d``, ``2y10d``..."""
-    seconds = int(elapsed.total_seconds())
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 120:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        rest = seconds % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = seconds // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        rest = (hours // 24) % 365
-        return f"{hours // 24 // 365}y{rest}d" if rest else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
-
-
 def _age(when: datetime | None, now: datetime) -> str:
-    return "<unknown>" if when is None else human_duration(now - when)
+    return "<unknown>" if when is None else timing.kubectl_age(now - when)
 
 
 def _cell(text: str, style: str = "") -> Text:
@@ -453,7 +420,7 @@ def _details(entry: OomEntry) -> str:
         return entry.message or f"evicted: node low on {entry.resource or 'a resource'}"
     parts = [f"exit code {entry.exit_code}" if entry.exit_code is not None else "OOMKilled"]
     if entry.usage_source == "metrics" and entry.usage_at is not None and entry.time is not None:
-        before = human_duration(entry.time - entry.usage_at)
+        before = timing.kubectl_age(entry.time - entry.usage_at)
         parts.append(f"usage sampled {before} before the kill")
     elif entry.usage_source == "limit":
         parts.append("no usage sample: it used at least its limit")
@@ -470,6 +437,9 @@ def _what(entry: OomEntry) -> Text:
 
 def _oom_table(found: Sequence[OomEntry], *, console: Console) -> None:
     several = len({entry.cluster for entry in found}) > 1
+    # The details (the kubelet's message, where the usage came from) need room; on a narrow
+    # terminal they would fold a letter per line: --output json has them all.
+    details = console.width >= 170
     columns = [
         *(["CLUSTER"] if several else []),
         "TIME",
@@ -482,7 +452,7 @@ def _oom_table(found: Sequence[OomEntry], *, console: Console) -> None:
         "REQUEST",
         "LIMIT",
         "RESTARTS",
-        "DETAILS",
+        *(["DETAILS"] if details else []),
     ]
     kills = sum(1 for entry in found if entry.kind == "oom-kill")
     table = _table(columns, f"{kills} OOM kill(s), {len(found) - kills} eviction(s)")
@@ -500,7 +470,7 @@ def _oom_table(found: Sequence[OomEntry], *, console: Console) -> None:
             _cell(_amount(entry.request, entry.resource)),
             _cell(_amount(entry.limit, entry.resource)),
             _cell(restarts),
-            _cell(_details(entry)),
+            *([_cell(_details(entry))] if details else []),
         )
     console.print(table)
 
@@ -515,6 +485,9 @@ def oom(
         str | None, typer.Option("--namespace", "-n", help="Only pods in this namespace.")
     ] = None,
     node: Annotated[str | None, typer.Option(help="Only pods on this node.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Only the newest N (still listed oldest first).")
+    ] = None,
     output: OutputOption = OutputFormat.table,
 ) -> None:
     """OOM kills and evictions, with the pod, container, node, usage, request and limit."""
@@ -527,6 +500,8 @@ def oom(
             archive, cluster=cluster, since=start, until=end, namespace=namespace, node=node
         )
         unknown = _unknown_cluster(archive, cluster) if not found else ""
+    if limit is not None:
+        found = found[-limit:]
     if output is OutputFormat.json:
         _write_json([oom_json(entry) for entry in found])
     elif not found:

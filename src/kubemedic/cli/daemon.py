@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import logging
 import signal
+from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from kubemedic.cli.archive import parse_duration
 from kubemedic.kube.config import KubeAccessError
 from kubemedic.run.daemon import Daemon, DaemonOptions
 from kubemedic.store.db import ArchiveError, database_url
@@ -72,7 +74,13 @@ def run(
 ) -> None:
     """Record every event, OOM kill, eviction and node transition into the archive, and scan
     the cluster on a schedule; runs until interrupted."""
-    from kubemedic.cli import _fail, _parse_duration  # noqa: PLC0415 - the package imports us
+    from kubemedic.cli import _fail  # noqa: PLC0415 - the package imports us
+
+    def duration(flag: str, text: str) -> timedelta:
+        parsed = parse_duration(text)
+        if parsed is None or parsed <= timedelta(0):
+            raise _fail(f"{flag} {text!r}: not a duration such as 90s, 10m, 1h30m or 30d")
+        return parsed
 
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
@@ -90,9 +98,9 @@ def run(
         context=context,
         cluster=cluster,
         clock=clock.value,
-        scan_interval=_parse_duration(scan_interval).total_seconds(),
-        metrics_interval=_parse_duration(metrics_interval).total_seconds(),
-        retain=_parse_duration(retain) if retain else None,
+        scan_interval=duration("--scan-interval", scan_interval).total_seconds(),
+        metrics_interval=duration("--metrics-interval", metrics_interval).total_seconds(),
+        retain=duration("--retain", retain) if retain else None,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         lease_name=lease_name,

@@ -9,40 +9,16 @@ ahead ``<invalid>``.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
+
+from kubemedic.model import timing
 
 __all__ = ["human_duration", "parse_time", "since"]
 
 
-def human_duration(delta: timedelta) -> str:
-    """``duration.HumanDuration``: ``45s``, ``5m30s``, ``2d3h``, ``3y45d``."""
-    micros = delta // timedelta(microseconds=1)
-    seconds = int(micros / 1_000_000) if micros >= 0 else -((-micros) // 1_000_000)
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 120:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        return f"{minutes}m" if seconds % 60 == 0 else f"{minutes}m{seconds % 60}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        return f"{hours}h" if minutes % 60 == 0 else f"{hours}h{minutes % 60}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{hours // 24}d" if hours % 24 == 0 else f"{hours // 24}d{hours % 24}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
-    return f"{hours // 24 // 365}y"
+human_duration = timing.kubectl_age
+"""``duration.HumanDuration``: ``45s``, ``5m30s``, ``2d3h``, ``3y45d`` (kubemedic.model.timing)."""
 
 
 def parse_time(value: Any) -> datetime | None:

@@ -111,7 +111,7 @@ class Daemon:
                 await server_clock.sync()
                 self.clock = server_clock
             log.info(
-                "recording cluster %s (%s) into %s",
+                "cluster %s (%s); archive %s",
                 self.cluster,
                 api.server,
                 archive.url,

@@ -215,6 +215,23 @@ class Api:
             raise ConnectionLost(f"GET {kind.path(namespace)}: the answer is not a List")
         return page
 
+    async def list_all(self, kind: Kind, *, limit: int = 500) -> list[dict[str, Any]]:
+        """Every item of ``kind``, following ``continue`` tokens, each given the ``kind`` and
+        ``apiVersion`` that list items lack. Errors are raised as they come (no retries)."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page = await self.list_page(kind, limit=limit, continue_token=token)
+            for item in page.get("items") or ():
+                if isinstance(item, dict):
+                    item["kind"] = kind.kind
+                    item["apiVersion"] = kind.api_version
+                    items.append(item)
+            meta = page.get("metadata")
+            token = meta.get("continue") if isinstance(meta, dict) else None
+            if not token:
+                return items
+
     async def watch(
         self,
         kind: Kind,

@@ -289,27 +289,13 @@ class Daemon:
         bodies: list[dict[str, Any]] = []
         for kind in METRICS:
             try:
-                page = await api.list_page(kind, limit=5000)
+                bodies += await api.list_all(kind)
             except ApiError as error:
                 if error.code in (404, 503):
                     continue  # no metrics-server: nothing to sample
                 raise
-            for item in page.get("items") or []:
-                if isinstance(item, dict):
-                    item.setdefault("kind", kind.kind)
-                    item.setdefault("apiVersion", kind.api_version)
-                    bodies.append(item)
-        pods = next((r for r in self.reflectors if r.kind.kind == "Pod"), None)
-        nodes: dict[tuple[str, str], str] = {}
-        if pods is not None:
-            for pod in pods.bodies():
-                meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-                if spec.get("nodeName"):
-                    nodes[(str(meta.get("namespace") or ""), str(meta.get("name")))] = str(
-                        spec["nodeName"]
-                    )
         self.metrics = bodies
-        recorder.add_metrics(bodies, nodes)
+        recorder.add_metrics(bodies)
 
     async def _retain(self) -> None:
         archive, retain = self.archive, self.options.retain

@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -77,6 +78,7 @@ class Recorder:
         self._batch_started: float | None = None
         self._write_lock = asyncio.Lock()
         self._nodes: dict[str, Body] = {}
+        self._pod_nodes: dict[tuple[str, str], str] = {}
         self._terminations: set[tuple[str, str, str, int]] = set()
         self._evictions: set[tuple[str, str]] = set()
         self._flusher: asyncio.Task[None] | None = None
@@ -120,13 +122,14 @@ class Recorder:
 
     # metrics ------------------------------------------------------------------------------
 
-    def add_metrics(self, bodies: list[Body], pod_nodes: Mapping[tuple[str, str], str]) -> None:
-        """Queue metrics.k8s.io samples (``pod_nodes`` maps (namespace, pod) to its node)."""
+    def add_metrics(self, bodies: list[Body]) -> None:
+        """Queue metrics.k8s.io samples, each pod's with the node it runs on."""
         for body in bodies:
             meta = body.get("metadata") or {}
             node = ""
             if body.get("kind") == "PodMetrics":
-                node = pod_nodes.get((str(meta.get("namespace") or ""), str(meta.get("name"))), "")
+                key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+                node = self._pod_nodes.get(key, "")
             self._batch.samples.extend(records.metric_samples(body, node=node))
         self._touch()
 
@@ -148,6 +151,12 @@ class Recorder:
                 if eviction is not None and self._new_eviction(eviction):
                     batch.evictions.append(eviction)
         elif kind.kind == "Pod":
+            meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+            pod = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            if type_ == "DELETED":
+                self._pod_nodes.pop(pod, None)
+            elif isinstance(spec, dict) and isinstance(spec.get("nodeName"), str):
+                self._pod_nodes[pod] = sys.intern(spec["nodeName"])
             for termination in records.terminations(obj):
                 key = (
                     termination.pod_uid,

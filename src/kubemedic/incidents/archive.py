@@ -201,6 +201,34 @@ def _in_range(column: Any, low: float, high: float) -> ColumnElement[bool]:
     return and_(column >= low, column <= high)
 
 
+def _pod_signal(
+    row: Any,
+    kind: SignalKind,
+    at: datetime,
+    *,
+    summary: str,
+    source: str,
+    detail: tuple[str, ...],
+) -> Signal:
+    """A signal about one pod, from an archive row that names its pod, node and owner."""
+    return Signal(
+        kind=kind,
+        at=at,
+        cluster=row["cluster"],
+        namespace=row["namespace"],
+        object_kind="Pod",
+        object_name=row["pod"],
+        node=row["node"],
+        summary=summary,
+        source=source,
+        source_id=str(row["id"]),
+        workload=workload_of_pod(
+            row["namespace"], row["pod"], owner_kind=row["owner_kind"], owner_name=row["owner_name"]
+        ),
+        detail=_detail(row, detail),
+    )
+
+
 def _evictions(
     connection: Connection, clusters: list[str], low: float, high: float
 ) -> list[Signal]:
@@ -223,39 +251,25 @@ def _evictions(
                 f"{amount(row['request'])} request"
             )
         signals.append(
-            Signal(
-                kind=SignalKind.EVICTION,
-                at=at,
-                cluster=row["cluster"],
-                namespace=row["namespace"],
-                object_kind="Pod",
-                object_name=row["pod"],
-                node=row["node"],
+            _pod_signal(
+                row,
+                SignalKind.EVICTION,
+                at,
                 summary=(
                     f"pod {row['namespace']}/{row['pod']} evicted from {row['node'] or '?'} "
                     f"({row['kind']}, {row['resource'] or 'unknown resource'}){used}"
                 ),
                 source="evictions",
-                source_id=str(row["id"]),
-                workload=workload_of_pod(
-                    row["namespace"],
-                    row["pod"],
-                    owner_kind=row["owner_kind"],
-                    owner_name=row["owner_name"],
-                ),
-                detail=_detail(
-                    row,
-                    (
-                        "kind",
-                        "resource",
-                        "threshold",
-                        "available",
-                        "container",
-                        "usage",
-                        "request",
-                        "message",
-                        "source",
-                    ),
+                detail=(
+                    "kind",
+                    "resource",
+                    "threshold",
+                    "available",
+                    "container",
+                    "usage",
+                    "request",
+                    "message",
+                    "source",
                 ),
             )
         )
@@ -276,37 +290,23 @@ def _oom_kills(
         assert at is not None
         limit = f", limit {_bytes(row['memory_limit'])}" if row["memory_limit"] else ""
         signals.append(
-            Signal(
-                kind=SignalKind.OOM_KILL,
-                at=at,
-                cluster=row["cluster"],
-                namespace=row["namespace"],
-                object_kind="Pod",
-                object_name=row["pod"],
-                node=row["node"],
+            _pod_signal(
+                row,
+                SignalKind.OOM_KILL,
+                at,
                 summary=(
                     f"container {row['container']} of pod {row['namespace']}/{row['pod']} "
                     f"OOM-killed on {row['node'] or '?'} (exit {row['exit_code']}{limit}, "
                     f"restart {row['restart_count']})"
                 ),
                 source="terminations",
-                source_id=str(row["id"]),
-                workload=workload_of_pod(
-                    row["namespace"],
-                    row["pod"],
-                    owner_kind=row["owner_kind"],
-                    owner_name=row["owner_name"],
-                ),
-                detail=_detail(
-                    row,
-                    (
-                        "container",
-                        "exit_code",
-                        "restart_count",
-                        "memory_request",
-                        "memory_limit",
-                        "message",
-                    ),
+                detail=(
+                    "container",
+                    "exit_code",
+                    "restart_count",
+                    "memory_request",
+                    "memory_limit",
+                    "message",
                 ),
             )
         )

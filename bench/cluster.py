@@ -17,11 +17,11 @@ i.e. at least ten seconds of cluster time per wall second, in both periods:
   replace the pods and the scheduler binds the replacements elsewhere), and ``--scale``
   Deployments are scaled (half up by 50%, half down by half) through the scale subresource.
 
-The cluster comes from :func:`kubemedic.sim.generating.generate` (Deployments with their
+The cluster comes from :func:`kubemedic.sim.scenarios.generating.generate` (Deployments with their
 ReplicaSets, DaemonSets, Running pods with usage annotations) loaded into
-:func:`kubemedic.sim.cluster.build`. Baselines measured in the same run: real time (1x), and the
-bare engine (the same objects loaded, no component attached) stepped second by second over the
-steady period's length: what the engine and the API server's own loops cost alone. Printed: the
+:func:`kubemedic.sim.cluster.assembly.build`. Baselines measured in the same run: real time (1x),
+and the bare engine (the same objects loaded, no component attached) stepped second by second over
+the steady period's length: what the engine and the API server's own loops cost alone. Printed: the
 generate and load times, each period's cluster seconds per wall second ("x real time"), API
 writes (per cluster second and per wall second, by store), metrics reads, engine
 steps/timers/passes, peak RSS, and what the disturbance did (nodes not Ready, pods evicted and
@@ -171,7 +171,7 @@ def measure(
 def bare_engine(objects: list[dict[str, Any]], *, start: Any, seconds: float) -> Period:
     """The same objects in an API server whose engine has no component: stepped once per
     second of cluster time (the engine would otherwise jump straight to the end)."""
-    from kubemedic.sim.engine import Simulation
+    from kubemedic.sim.cluster.runtime.engine import Simulation
 
     sim = Simulation(start=start)
     sim.server.load(objects, defaulted=True)
@@ -190,7 +190,7 @@ def bare_engine(objects: list[dict[str, Any]], *, start: Any, seconds: float) ->
 
 def disturb(cluster: Any, *, fail: float, scale: int) -> tuple[list[str], dict[str, int]]:
     """Stop the kubelets of a share of the nodes and scale some Deployments."""
-    from kubemedic.sim.client import Client
+    from kubemedic.sim.cluster.runtime.client import Client
 
     sim = cluster.sim
     rng = sim.random
@@ -269,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         args.nodes, args.pods = 50, 500
 
     sys.path[:0] = [str(SRC)]
-    from kubemedic.sim import cluster as clusters
-    from kubemedic.sim import generating
+    from kubemedic.sim.cluster import assembly as clusters
+    from kubemedic.sim.scenarios import generating
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(

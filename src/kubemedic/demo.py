@@ -44,8 +44,8 @@ from kubemedic.snapshot import loading
 from kubemedic.store import schema
 
 if TYPE_CHECKING:
-    from kubemedic.sim.storing import Change
-    from kubemedic.sim.timeline import ScenarioRun
+    from kubemedic.sim.machinery.objects import Change
+    from kubemedic.sim.scenarios.timeline import ScenarioRun
 
 __all__ = ["SCENARIOS", "bundled_snapshots", "replay", "run"]
 
@@ -105,7 +105,9 @@ def replay(
     """Play one scenario to its end and scan the cluster it leaves: (title, story, findings).
     With ``recorded`` (a scratch directory) and ``db``, the scenario is served over HTTP for
     two hours of cluster time while ``kubemedic run`` records it into ``db``."""
-    from kubemedic.sim import scenarios, snapshotting, timeline  # noqa: PLC0415
+    from kubemedic.sim.apiserver import snapshotting  # noqa: PLC0415
+    from kubemedic.sim.scenarios import loading as scenarios  # noqa: PLC0415
+    from kubemedic.sim.scenarios import timeline  # noqa: PLC0415
 
     scenario = scenarios.load(name)
     until = RECORDED_FOR if recorded is not None else None
@@ -151,7 +153,7 @@ async def _record(
 ) -> None:
     """Serve ``run_`` and play it while ``kubemedic run`` records it into ``db``; returns when
     the recorder has caught up with the last change and stopped."""
-    from kubemedic.sim.serving import write_kubeconfig  # noqa: PLC0415
+    from kubemedic.sim.apiserver.serving import write_kubeconfig  # noqa: PLC0415
 
     last: dict[str, int] = {}
 

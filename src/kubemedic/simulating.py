@@ -28,7 +28,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kubemedic.sim import scenarios, serving, snapshotting, timeline
+from kubemedic.sim.apiserver import serving, snapshotting
+from kubemedic.sim.scenarios import loading as scenarios
+from kubemedic.sim.scenarios import timeline
 
 __all__ = ["RunOptions", "list_scenarios", "run_scenario"]
 

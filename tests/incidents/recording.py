@@ -16,8 +16,10 @@ import sqlalchemy as sa
 from kubemedic import checks
 from kubemedic.model import records
 from kubemedic.model.view import ClusterView
-from kubemedic.sim import scenarios, snapshotting, timeline
-from kubemedic.sim.storing import Change
+from kubemedic.sim.apiserver import snapshotting
+from kubemedic.sim.machinery.objects import Change
+from kubemedic.sim.scenarios import loading as scenarios
+from kubemedic.sim.scenarios import timeline
 from kubemedic.store import writer
 
 

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from kubemedic.kube import config, kinds
 from kubemedic.kube.config import KubeAccessError
-from kubemedic.sim.apiserver import kubeconfig
+from kubemedic.sim.apiserver.server import kubeconfig
 from tests.sim.conftest import Running, start_emulator
 
 OPENSSL = shutil.which("openssl")

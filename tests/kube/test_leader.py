@@ -27,7 +27,7 @@ from lightkube.config.kubeconfig import KubeConfig
 from kubemedic.kube.api import Api
 from kubemedic.kube.clock import CLOCK_PATH, Clock, ServerClock, WallClock
 from kubemedic.kube.leader import LeaderElector, LeaseRecord, micro_time
-from kubemedic.sim.apiserver import kubeconfig
+from kubemedic.sim.apiserver.server import kubeconfig
 from tests.sim.conftest import Running, start_emulator
 
 T = TypeVar("T")

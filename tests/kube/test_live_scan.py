@@ -21,8 +21,8 @@ from kubemedic.kube import config, kinds, snapshot
 from kubemedic.kube.api import Api, Kind
 from kubemedic.kube.config import KubeAccessError
 from kubemedic.model.objects import parse_time
-from kubemedic.sim.clock import VirtualClock
-from kubemedic.sim.snapshotting import write_snapshot
+from kubemedic.sim.apiserver.snapshotting import write_snapshot
+from kubemedic.sim.machinery.clock import VirtualClock
 from kubemedic.snapshot import loading
 from tests.sim.conftest import Running, start_emulator
 

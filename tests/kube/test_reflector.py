@@ -23,8 +23,8 @@ from kubemedic.kube.backoff import Backoff
 from kubemedic.kube.compact import compact_pod
 from kubemedic.kube.reflector import Reflector
 from kubemedic.model.objects import Body
-from kubemedic.sim.apiserver import ApiServer, kubeconfig
-from kubemedic.sim.storing import Change
+from kubemedic.sim.apiserver.server import ApiServer, kubeconfig
+from kubemedic.sim.machinery.objects import Change
 from tests.factories import container, pod
 
 T = TypeVar("T")

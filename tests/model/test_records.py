@@ -25,7 +25,7 @@ from kubemedic.model.records import (
     node_transitions,
     terminations,
 )
-from kubemedic.sim import evicting
+from kubemedic.sim.cluster.kubelet import evicting
 from tests.factories import event, node, node_metrics, pod_metrics, stamp
 from tests.incident3 import HUB_EVICTION, jupyterhub
 

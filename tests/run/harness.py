@@ -25,8 +25,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from kubemedic.model import records
-from kubemedic.sim.engine import Simulation
-from kubemedic.sim.storing import Change
+from kubemedic.sim.cluster.runtime.engine import Simulation
+from kubemedic.sim.machinery.objects import Change
 from kubemedic.store import schema
 from kubemedic.store.db import database_url
 

@@ -21,9 +21,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from kubemedic.sim import scenarios
-from kubemedic.sim.serving import write_kubeconfig
-from kubemedic.sim.timeline import ScenarioRun
+from kubemedic.sim.apiserver.serving import write_kubeconfig
+from kubemedic.sim.scenarios import loading as scenarios
+from kubemedic.sim.scenarios.timeline import ScenarioRun
 
 from .harness import KUBEMEDIC, RecorderProcess, Truth, eventually, mismatch, read_archive
 

@@ -9,9 +9,9 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from kubemedic.sim import scenarios
-from kubemedic.sim.serving import write_kubeconfig
-from kubemedic.sim.timeline import ScenarioRun
+from kubemedic.sim.apiserver.serving import write_kubeconfig
+from kubemedic.sim.scenarios import loading as scenarios
+from kubemedic.sim.scenarios.timeline import ScenarioRun
 
 from .harness import RecorderProcess, Truth, eventually, mismatch, read_archive
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kubemedic.sim.schema import SchemaNode, definitions
+from kubemedic.sim.machinery.definitions import SchemaNode, definitions
 from tests.factories import container, deployment, pod
 from tests.sim.manifests import manifest
 

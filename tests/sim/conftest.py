@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kubemedic.sim.apiserver import ApiServer
-from kubemedic.sim.serving import write_kubeconfig
+from kubemedic.sim.apiserver.server import ApiServer
+from kubemedic.sim.apiserver.serving import write_kubeconfig
 
 T = TypeVar("T")
 

@@ -6,7 +6,9 @@ import subprocess
 import sys
 from datetime import timedelta
 
-from kubemedic.sim import scenarios, snapshotting, timeline
+from kubemedic.sim.apiserver import snapshotting
+from kubemedic.sim.scenarios import loading as scenarios
+from kubemedic.sim.scenarios import timeline
 
 _DIGEST = """
 import hashlib, orjson, sys

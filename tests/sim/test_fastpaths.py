@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from kubemedic.model.fieldpaths import FieldPath
 from kubemedic.model.managedfields import ManagedFieldsError, decode_fieldsv1, encode_fieldsv1
-from kubemedic.sim import fieldentries, fieldmanaging, fieldsets, fieldtrees
+from kubemedic.sim.apiserver.fields import fieldentries, fieldmanaging, fieldsets, fieldtrees
 from tests.factories import container, pod
 from tests.sim.arbitrary import KINDS, MANAGERS, TIMES, mutated, objects
 from tests.sim.manifests import manifest

@@ -20,24 +20,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubemedic.sim import (
-    decoding,
-    defaulting,
-    errors,
-    fieldentries,
-    fieldmanaging,
-    fieldsets,
-    fieldtrees,
-    naming,
-    patching,
-    strategic,
-    validating,
-    validating_pods,
-)
-from kubemedic.sim.apiserver import ApiServer
-from kubemedic.sim.clock import VirtualClock, http_date, rfc3339
-from kubemedic.sim.schema import SchemaNode, definitions
-from kubemedic.sim.writing import WriteOptions
+from kubemedic.sim.apiserver.fields import fieldentries, fieldmanaging, fieldsets, fieldtrees
+from kubemedic.sim.apiserver.patches import patching, strategic
+from kubemedic.sim.apiserver.registry import decoding, defaulting, validating, validating_pods
+from kubemedic.sim.apiserver.registry.writing import WriteOptions
+from kubemedic.sim.apiserver.server import ApiServer
+from kubemedic.sim.machinery import errors, naming
+from kubemedic.sim.machinery.clock import VirtualClock, http_date, rfc3339
+from kubemedic.sim.machinery.definitions import SchemaNode, definitions
 from tests.sim.arbitrary import (
     KINDS,
     NAMES,
@@ -281,7 +271,7 @@ def _write(server: ApiServer, step: tuple[str, Any], kind: str) -> bytes:
             obj = server.writer.patch(
                 res, key, orjson.dumps(body), WriteOptions("d"), content_type=action
             )
-    except errors.ApiError as err:
+    except errors.StatusError as err:
         return orjson.dumps([err.code, err.message])
     except (AttributeError, TypeError) as err:  # bodies of the wrong shape reach a few bugs
         return orjson.dumps([type(err).__name__, str(err)])

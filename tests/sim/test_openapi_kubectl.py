@@ -24,9 +24,9 @@ import pytest
 import yaml
 from aiohttp import web
 
-from kubemedic.sim.openapi import OpenAPI
-from kubemedic.sim.resources import Registry
-from kubemedic.sim.schema import definitions
+from kubemedic.sim.apiserver.openapi.documents import OpenAPI
+from kubemedic.sim.machinery.apiresources import Registry
+from kubemedic.sim.machinery.definitions import definitions
 from tests.factories import container, deployment
 
 KUBECTL = shutil.which("kubectl", path="/usr/bin")

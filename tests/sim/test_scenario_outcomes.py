@@ -19,9 +19,12 @@ import pytest
 
 from kubemedic import checks
 from kubemedic.checks.findings import Severity
-from kubemedic.sim import cluster, scenarios, snapshotting, timeline
-from kubemedic.sim.storing import Change
-from kubemedic.sim.timeline import ScenarioRun
+from kubemedic.sim.apiserver import snapshotting
+from kubemedic.sim.cluster import assembly as cluster
+from kubemedic.sim.machinery.objects import Change
+from kubemedic.sim.scenarios import loading as scenarios
+from kubemedic.sim.scenarios import timeline
+from kubemedic.sim.scenarios.timeline import ScenarioRun
 from kubemedic.snapshot import loading
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubemedic.sim import defaulting, validating
-from kubemedic.sim.errors import Cause
+from kubemedic.sim.apiserver.registry import defaulting, validating
+from kubemedic.sim.machinery.errors import Cause
 
 Obj = dict[str, Any]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kubemedic.model import records
-from kubemedic.sim import evicting
+from kubemedic.sim.cluster.kubelet import evicting
 from kubemedic.store.db import Archive
 from kubemedic.store.writer import Batch
 from tests.factories import deployed, event, node, pod_metrics, stamp

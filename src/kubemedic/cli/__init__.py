@@ -310,8 +310,9 @@ def sim_serve(
     """Run the Kubernetes API emulator until interrupted."""
     import asyncio  # noqa: PLC0415
 
-    from kubemedic.sim import apiserver, serving  # noqa: PLC0415
-    from kubemedic.sim import faults as faults_module  # noqa: PLC0415
+    from kubemedic.sim.apiserver import server as apiserver  # noqa: PLC0415
+    from kubemedic.sim.apiserver import serving  # noqa: PLC0415
+    from kubemedic.sim.apiserver.http import faults as faults_module  # noqa: PLC0415
 
     err = Console(stderr=True)
     try:
@@ -396,7 +397,7 @@ def sim_run(
 ) -> None:
     """Run a scenario on the simulated cluster."""
     from kubemedic import simulating  # noqa: PLC0415
-    from kubemedic.sim import scenarios  # noqa: PLC0415
+    from kubemedic.sim.scenarios import loading as scenarios  # noqa: PLC0415
 
     err = Console(stderr=True)
     if speed is not None and speed <= 0:

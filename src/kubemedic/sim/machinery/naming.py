@@ -1,0 +1,379 @@
+"""The vocabulary of validation: name syntax, and causes worded as the real API server words them.
+
+**Name and label syntax** follows ``k8s.io/apimachinery/pkg/util/validation``: each check
+(:func:`dns1123_label`, :func:`dns1123_subdomain`, :func:`dns1035_label`,
+:func:`qualified_name`, :func:`label_value`, :func:`port_name`) returns the list of problems
+with a value, in the library's order and words, regular expression and examples included
+(``a lowercase RFC 1123 label must consist of ... (e.g. 'my-name',  or '123-abc', regex used
+for validation is '...')``); an empty list means valid.
+
+**Causes** are ``StatusCause``\\ s worded exactly as
+``k8s.io/apimachinery/pkg/util/validation/field`` words its errors (``Required value``,
+``Invalid value: "x": ...``, ``Unsupported value: "x": supported values: "a", "b"``,
+``Duplicate value``, ``Forbidden``). Values are printed the way Go's ``%#v`` prints them
+(:func:`go`, :func:`go_map`, :func:`go_selector`), and quoted strings the way ``%q`` does
+(:func:`go_quote`, also in the messages of selectors and field managers), since clients and
+people match on these strings.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from kubemedic.sim.machinery.errors import Cause
+
+__all__ = [
+    "NEGATIVE",
+    "STANDARD_FINALIZERS",
+    "Rule",
+    "as_list",
+    "as_map",
+    "choice",
+    "dicts",
+    "dns1035_label",
+    "dns1123_label",
+    "dns1123_subdomain",
+    "duplicate",
+    "forbidden",
+    "go",
+    "go_map",
+    "go_quote",
+    "go_selector",
+    "go_strings",
+    "immutable",
+    "invalid",
+    "label_value",
+    "labels",
+    "matches",
+    "max_len",
+    "names",
+    "port_name",
+    "port_number",
+    "qualified_name",
+    "regex_error",
+    "required",
+    "unsupported",
+]
+
+Rule = Callable[[Mapping[str, Any], Mapping[str, Any] | None], list[Cause]]
+"""A kind's ``Validate``/``ValidateUpdate``: the causes for an object and its stored version
+(``None`` on create)."""
+
+NEGATIVE = "must be greater than or equal to 0"
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+# -- name and label syntax (k8s.io/apimachinery/pkg/util/validation) ----------------------------
+
+_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = _LABEL + "(\\." + _LABEL + ")*"
+_DNS1035 = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_QNAME = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE = "(" + _QNAME + ")?"
+
+
+def regex_error(message: str, pattern: str, *examples: str) -> str:
+    """``validation.RegexError``, double spaces included."""
+    shown = "".join(
+        f"'{e}', " + (" or " if i < len(examples) - 1 else "") for i, e in enumerate(examples)
+    )
+    return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+def matches(pattern: str, value: str) -> bool:
+    compiled = _COMPILED.get(pattern)
+    if compiled is None:
+        compiled = _COMPILED[pattern] = re.compile(pattern)
+    return compiled.fullmatch(value) is not None
+
+
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def max_len(limit: int) -> str:
+    return f"must be no more than {limit} characters"
+
+
+def dns1123_label(value: str) -> list[str]:
+    return list(_dns1123_label(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _dns1123_label(value: str) -> tuple[str, ...]:
+    problems = [max_len(63)] if len(value) > 63 else []
+    if not matches(_LABEL, value):
+        problems.append(
+            "must not contain dots"
+            if matches(_SUBDOMAIN, value)
+            else regex_error(
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                "or '-', and must start and end with an alphanumeric character",
+                _LABEL, "my-name", "123-abc",
+            )
+        )  # fmt: skip
+    return tuple(problems)
+
+
+def dns1123_subdomain(value: str) -> list[str]:
+    return list(_dns1123_subdomain(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _dns1123_subdomain(value: str) -> tuple[str, ...]:
+    problems = [max_len(253)] if len(value) > 253 else []
+    if not matches(_SUBDOMAIN, value):
+        problems.append(
+            regex_error(
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character",
+                _SUBDOMAIN, "example.com",
+            )
+        )  # fmt: skip
+    return tuple(problems)
+
+
+def dns1035_label(value: str) -> list[str]:
+    return list(_dns1035_label(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _dns1035_label(value: str) -> tuple[str, ...]:
+    problems = [max_len(63)] if len(value) > 63 else []
+    if not matches(_DNS1035, value):
+        problems.append(
+            regex_error(
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                "start with an alphabetic character, and end with an alphanumeric character",
+                _DNS1035, "my-name", "abc-123",
+            )
+        )  # fmt: skip
+    return tuple(problems)
+
+
+def qualified_name(value: str) -> list[str]:
+    return list(_qualified_name(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _qualified_name(value: str) -> tuple[str, ...]:
+    parts = value.split("/")
+    if len(parts) > 2:
+        return (
+            "a qualified name "
+            + regex_error(_QNAME_MESSAGE, _QNAME, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
+    problems: list[str] = []
+    name = parts[-1]
+    if len(parts) == 2:
+        if not parts[0]:
+            problems.append("prefix part must be non-empty")
+        else:
+            problems.extend("prefix part " + p for p in dns1123_subdomain(parts[0]))
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part " + max_len(63))
+    if not matches(_QNAME, name):
+        problems.append(
+            "name part " + regex_error(_QNAME_MESSAGE, _QNAME, "MyName", "my.name", "123-abc")
+        )
+    return tuple(problems)
+
+
+_QNAME_MESSAGE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+
+
+def label_value(value: str) -> list[str]:
+    return list(_label_value(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _label_value(value: str) -> tuple[str, ...]:
+    problems = [max_len(63)] if len(value) > 63 else []
+    if not matches(_LABEL_VALUE, value):
+        problems.append(
+            regex_error(
+                "a valid label must be an empty string or consist of alphanumeric characters, "
+                "'-', '_' or '.', and must start and end with an alphanumeric character",
+                _LABEL_VALUE, "MyValue", "my_value", "12345",
+            )
+        )  # fmt: skip
+    return tuple(problems)
+
+
+def port_name(value: str) -> list[str]:
+    problems = [max_len(15)] if len(value) > 15 else []
+    if not matches("[-a-z0-9]+", value):
+        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if re.search("[a-z]", value) is None:
+        problems.append("must contain at least one letter (a-z)")
+    if "--" in value:
+        problems.append("must not contain consecutive hyphens")
+    if value.startswith("-") or value.endswith("-"):
+        problems.append("must not begin or end with a hyphen")
+    return problems
+
+
+def port_number(value: Any) -> list[str]:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
+        return []
+    return ["must be between 1 and 65535, inclusive"]
+
+
+# -- messages, as field.Error prints them -------------------------------------------------------
+
+
+def go_quote(text: str) -> str:
+    """Go's ``%q`` / ``strconv.Quote`` for the strings these messages quote."""
+    out = ['"']
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch in "\a\b\f\n\r\t\v":
+            out.append("\\" + "abfnrtv"["\a\b\f\n\r\t\v".index(ch)])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        elif not ch.isprintable():
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    return "".join(out) + '"'
+
+
+def go(value: Any) -> str:
+    """A value as ``field.Error`` prints it: strings quoted, numbers and booleans bare."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return go_map(value)
+    if isinstance(value, list):
+        return "[]string{" + ", ".join(go(str(v)) for v in value) + "}"
+    return str(value)
+
+
+def go_map(value: Mapping[str, Any] | None) -> str:
+    if value is None:
+        return "map[string]string(nil)"
+    inner = ", ".join(f"{go(str(k))}:{go(str(value[k]))}" for k in sorted(value))
+    return "map[string]string{" + inner + "}"
+
+
+def go_selector(selector: Mapping[str, Any]) -> str:
+    labels = selector.get("matchLabels")
+    expressions = [e for e in selector.get("matchExpressions") or [] if isinstance(e, dict)]
+    shown = [
+        "v1.LabelSelectorRequirement{"
+        f"Key:{go(str(e.get('key', '')))}, Operator:{go(str(e.get('operator', '')))}, "
+        f"Values:{go_strings(e.get('values'))}}}"
+        for e in expressions
+    ]
+    requirements = "[]v1.LabelSelectorRequirement" + (
+        "{" + ", ".join(shown) + "}" if shown else "(nil)"
+    )
+    return f"v1.LabelSelector{{MatchLabels:{go_map(labels)}, MatchExpressions:{requirements}}}"
+
+
+def go_strings(values: Any) -> str:
+    if not values:
+        return "[]string(nil)"
+    return "[]string{" + ", ".join(go(str(v)) for v in values) + "}"
+
+
+def required(path: str, detail: str = "") -> Cause:
+    return Cause("FieldValueRequired", "Required value" + (f": {detail}" if detail else ""), path)
+
+
+def invalid(path: str, value: Any, detail: str, *, shown: str | None = None) -> Cause:
+    body = f"Invalid value: {go(value) if shown is None else shown}"
+    return Cause("FieldValueInvalid", body + (f": {detail}" if detail else ""), path)
+
+
+def unsupported(path: str, value: Any, valid: Sequence[str]) -> Cause:
+    listed = ", ".join(json.dumps(v) for v in valid)
+    return Cause(
+        "FieldValueNotSupported",
+        f"Unsupported value: {go(value)}: supported values: {listed}",
+        path,
+    )
+
+
+def duplicate(path: str, value: Any, *, shown: str | None = None, detail: str = "") -> Cause:
+    body = f"Duplicate value: {go(value) if shown is None else shown}"
+    return Cause("FieldValueDuplicate", body + (f": {detail}" if detail else ""), path)
+
+
+def forbidden(path: str, detail: str) -> Cause:
+    return Cause("FieldValueForbidden", f"Forbidden: {detail}", path)
+
+
+def immutable(path: str, value: Any, *, shown: str | None = None) -> Cause:
+    return invalid(path, value, "field is immutable", shown=shown)
+
+
+def names(path: str, value: str, problems: list[str]) -> list[Cause]:
+    """One ``Invalid value`` cause per problem a syntax check found with ``value``."""
+    return [invalid(path, value, problem) for problem in problems]
+
+
+def labels(labels: Any, path: str) -> list[Cause]:
+    """``ValidateLabels``: qualified-name keys and label values."""
+    labels = as_map(labels)
+    if all(type(value) is str for value in labels.values()):
+        return list(_string_labels(path, tuple(labels.items())))
+    return _labels(labels, path)
+
+
+@functools.lru_cache(maxsize=8192)
+def _string_labels(path: str, items: tuple[tuple[str, str], ...]) -> tuple[Cause, ...]:
+    return tuple(cause for key, value in sorted(items) for cause in _label(path, key, value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _label(path: str, key: str, value: str) -> tuple[Cause, ...]:
+    return (*names(path, key, qualified_name(key)), *names(path, value, label_value(value)))
+
+
+def _labels(labels: Mapping[str, Any], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    for key in sorted(labels):
+        causes += names(path, key, qualified_name(key))
+        causes += names(path, str(labels[key]), label_value(str(labels[key])))
+    return causes
+
+
+def choice(holder: Mapping[str, Any], key: str, path: str, valid: Sequence[str]) -> list[Cause]:
+    """``holder[key]`` is required and one of ``valid``."""
+    value = holder.get(key)
+    if not value:
+        return [required(f"{path}.{key}")]
+    return [] if value in valid else [unsupported(f"{path}.{key}", value, valid)]
+
+
+# -- reading JSON ------------------------------------------------------------------------------
+
+
+def as_map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def dicts(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    for index, item in enumerate(as_list(value)):
+        if isinstance(item, Mapping):
+            yield index, item

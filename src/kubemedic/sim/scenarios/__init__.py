@@ -1,0 +1,26 @@
+"""Scenarios: incidents as YAML timelines played on a simulated cluster.
+
+The schema (:mod:`.spec`) and loading of bundled or user files (:mod:`.loading`), the timeline
+that plays one (:mod:`.timeline`), node pools (:mod:`.nodepools`), large-cluster generators
+(:mod:`.generating`, :mod:`.nodebuilding`) and host faults (:mod:`.hostfaults`).
+
+May import: :mod:`kubemedic.sim.cluster`, :mod:`kubemedic.sim.apiserver`,
+:mod:`kubemedic.sim.machinery`, :mod:`kubemedic.model`.
+"""
+
+from kubemedic.sim.scenarios.generating import Layout, generate
+from kubemedic.sim.scenarios.loading import Scenario, ScenarioError, ScenarioInfo, available, load
+from kubemedic.sim.scenarios.timeline import Progress, ScenarioRun, start
+
+__all__ = [
+    "Layout",
+    "Progress",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioInfo",
+    "ScenarioRun",
+    "available",
+    "generate",
+    "load",
+    "start",
+]

@@ -1,0 +1,356 @@
+"""Scenarios: finding, reading and checking the YAML files that tell an incident's story.
+
+A scenario describes a cluster when the story begins (node pools and objects) and a timeline of
+what happens to it; the format is documented in :mod:`kubemedic.sim.scenarios.spec`, which
+defines it. :mod:`kubemedic.sim.scenarios.timeline` plays a scenario on a
+:class:`~kubemedic.sim.cluster.assembly.Cluster`. The bundled scenarios live in the ``scenarios``
+directory beside this module; ``kubemedic sim list`` shows them (:func:`available`) and
+``kubemedic sim run NAME`` (or a path to a file) plays one (:func:`load`).
+
+Reading a file is all or nothing: :func:`parse` checks the fields against the schema, then what
+spans fields (an action's ``pool`` names a pool, targets and manifests are of kinds the simulator
+serves, resource quantities and usage annotations parse, a node selection says what it selects),
+and raises one :class:`ScenarioError` listing every problem by its field path in the file's own
+terms (``timeline[3].at: "5x" is not a duration``; an unknown key gets a "did you mean").
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from kubemedic.sim.machinery.apiresources import RESOURCES
+from kubemedic.sim.scenarios.spec import (
+    Action,
+    Apply,
+    Autoscaling,
+    ClusterSettings,
+    Create,
+    Delete,
+    Edit,
+    Fault,
+    Manifest,
+    NodePool,
+    NodeSelection,
+    ObjectGroup,
+    Patch,
+    Reboot,
+    Repeat,
+    ScalePool,
+    Scenario,
+    StartupTaint,
+    Taint,
+    Target,
+    Untaint,
+    checked_quantity,
+    default_api_version,
+    parse_duration,
+    selector_labels,
+    show_value,
+)
+
+__all__ = [
+    "BUNDLED",
+    "Action",
+    "NodePool",
+    "NodeSelection",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioInfo",
+    "available",
+    "default_api_version",
+    "load",
+    "parse",
+    "parse_duration",
+    "selector_labels",
+]
+
+#: The directory of the bundled scenarios (package data).
+BUNDLED = Path(__file__).with_name("bundled")
+USAGE_PREFIX = "usage.sim.kubemedic.io/"
+USAGE_KEYS = (
+    "memory", "memoryPerNode", "memoryPerHour", "memoryMax", "cpu", "cpuPerNode", "startupCpu",
+)  # fmt: skip
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be played. The message names the file and, for each
+    problem, the field path at fault (``timeline[3].at: "5x" is not a duration``)."""
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = [f"{where}: {what}" if where else what for where, what in problems]
+        if len(lines) == 1:
+            text = f"{source}: {lines[0]}"
+        else:
+            text = f"{source}: {len(lines)} problems:\n" + "\n".join(f"  {x}" for x in lines)
+        super().__init__(text)
+
+
+@dataclass(frozen=True)
+class ScenarioInfo:
+    """A bundled scenario, as ``kubemedic sim list`` shows it."""
+
+    name: str
+    description: str
+    path: Path
+    duration: timedelta
+
+    @property
+    def title(self) -> str:
+        """The description's first sentence."""
+        first = re.split(r"(?<=[.;])\s", self.description, maxsplit=1)[0]
+        return first.rstrip(".;")
+
+
+# loading ----------------------------------------------------------------------------------
+
+
+def available() -> list[ScenarioInfo]:
+    """The bundled scenarios, by name."""
+    out = []
+    for path in sorted(BUNDLED.glob("*.yaml")):
+        scenario = load(path)
+        duration = timedelta(seconds=scenario.duration)
+        out.append(ScenarioInfo(scenario.name, scenario.description, path, duration))
+    return out
+
+
+def load(name_or_path: str | Path) -> Scenario:
+    """A bundled scenario by name, or a scenario file by path. Raises :class:`ScenarioError`."""
+    path = Path(name_or_path)
+    bundled = BUNDLED / f"{name_or_path}.yaml"
+    if isinstance(name_or_path, str) and "/" not in name_or_path and bundled.is_file():
+        path = bundled
+    if not path.is_file():
+        names = ", ".join(sorted(p.stem for p in BUNDLED.glob("*.yaml")))
+        raise ScenarioError(str(name_or_path), [("", f"no such scenario (bundled: {names})")])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(str(path), [("", f"cannot read: {exc}")]) from None
+    return parse(text, source=str(path), default_name=path.stem)
+
+
+def parse(text: str, *, source: str = "<scenario>", default_name: str = "") -> Scenario:
+    """Validate scenario YAML. Raises :class:`ScenarioError` naming ``source`` and the fields."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(source, [(where, f"malformed YAML: {problem}")]) from None
+    if not isinstance(data, dict):
+        raise ScenarioError(source, [("", "a scenario is a mapping of keys (name, pools, ...)")])
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(source, [_describe(error, data) for error in exc.errors()]) from None
+    problems = list(_check(scenario))
+    if problems:
+        raise ScenarioError(source, problems)
+    name = scenario.name or default_name
+    return scenario.model_copy(update={"name": name, "source": source})
+
+
+# error messages ---------------------------------------------------------------------------
+
+_KNOWN_KEYS = sorted(
+    {
+        field.alias or name
+        for model in (
+            Scenario,
+            ClusterSettings,
+            NodePool,
+            Taint,
+            StartupTaint,
+            Autoscaling,
+            ObjectGroup,
+            Repeat,
+            Target,
+            NodeSelection,
+            Apply,
+            Create,
+            Patch,
+            Edit,
+            Delete,
+            Fault,
+            Reboot,
+            ScalePool,
+            Untaint,
+        )
+        for name, field in model.model_fields.items()
+    }
+)
+
+
+def _describe(error: Mapping[str, Any], data: object) -> tuple[str, str]:
+    path = _path(error["loc"], data)
+    kind = error["type"]
+    value = error.get("input")
+    ctx = error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        key = str(error["loc"][-1])
+        close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
+        hint = f' (did you mean "{close[0]}"?)' if close else ""
+        return path, f"unknown key{hint}"
+    if kind == "union_tag_invalid":
+        tags = str(ctx.get("expected_tags", "")).replace("'", "")
+        tag = show_value(ctx.get("tag"))
+        return _join(path, "action"), f"unknown action {tag} (one of: {tags})"
+    if kind == "union_tag_not_found":
+        return path, 'missing "action"'
+    if kind == "missing":
+        return path, "required"
+    if kind == "value_error":
+        return path, str(ctx.get("error", error["msg"]))
+    if kind == "literal_error":
+        expected = str(ctx.get("expected", "")).replace("'", "")
+        return path, f"{show_value(value)} is not one of: {expected}"
+    return path, f"{error['msg'][0].lower()}{error['msg'][1:]} (got {show_value(value)})"
+
+
+def _path(loc: tuple[Any, ...], data: object) -> str:
+    """Field path in the user's terms: discriminator tags pydantic adds to ``loc`` removed."""
+    out = ""
+    node: object = data
+    tagged = False
+    for element in loc:
+        if isinstance(element, int) and isinstance(node, list):
+            out += f"[{element}]"
+            node = node[element] if element < len(node) else None
+            tagged = isinstance(node, dict) and "action" in node
+        elif tagged and isinstance(node, dict) and node.get("action") == element:
+            tagged = False
+        else:
+            tagged = False
+            out = _join(out, str(element))
+            node = node.get(element) if isinstance(node, dict) else None
+    return out
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+# semantic checks --------------------------------------------------------------------------
+
+_KINDS = {(r.api_version, r.kind) for r in RESOURCES if "create" in r.verbs}
+
+
+def _check(scenario: Scenario) -> Iterator[tuple[str, str]]:
+    pools = {pool.name for pool in scenario.pools}
+    seen: set[str] = set()
+    for i, pool in enumerate(scenario.pools):
+        if pool.name in seen:
+            yield f"pools[{i}].name", f"duplicate pool {pool.name!r}"
+        seen.add(pool.name)
+        if pool.autoscaling is not None and pool.autoscaling.min > pool.autoscaling.max:
+            yield f"pools[{i}].autoscaling", "min is above max"
+        if pool.autoscaling is not None and pool.provider != "clusterapi":
+            yield f"pools[{i}].autoscaling", 'needs provider "clusterapi"'
+    for i, group in enumerate(scenario.objects):
+        for j, manifest in enumerate(group.manifests):
+            yield from _check_manifest(manifest, f"objects[{i}].manifests[{j}]")
+    for i, action in enumerate(scenario.timeline):
+        where = f"timeline[{i}]"
+        if isinstance(action, Apply | Create):
+            for j, manifest in enumerate(action.manifests):
+                yield from _check_manifest(manifest, f"{where}.manifests[{j}]")
+        if isinstance(action, Patch | Edit | Delete):
+            target = action.target
+            if (target.api_version or default_api_version(target.kind), target.kind) not in _KINDS:
+                yield f"{where}.target.kind", f"unknown kind {target.kind!r}"
+        if isinstance(action, ScalePool):
+            if action.pool not in pools:
+                yield f"{where}.pool", f"no pool named {action.pool!r} ({_names(pools)})"
+            if (action.replicas is None) == (action.add is None):
+                yield where, "scale-pool needs one of replicas or add"
+        if isinstance(action, Fault | Reboot | Untaint):
+            nodes = action.nodes
+            if nodes.pool is not None and nodes.pool not in pools:
+                yield f"{where}.nodes.pool", f"no pool named {nodes.pool!r} ({_names(pools)})"
+            if not (nodes.names or nodes.pool or nodes.zone or nodes.selector or nodes.all):
+                yield f"{where}.nodes", "select nodes by names, pool, zone, selector or all"
+            if nodes.fraction is not None and nodes.count is not None:
+                yield f"{where}.nodes", "give fraction or count, not both"
+            if isinstance(nodes.selector, str):
+                try:
+                    selector_labels(nodes.selector)
+                except ValueError as exc:
+                    yield f"{where}.nodes.selector", str(exc)
+        if action.repeat is not None and action.repeat.every <= 0:
+            yield f"{where}.repeat.every", "must be positive"
+
+
+def _names(names: set[str]) -> str:
+    return f"pools: {', '.join(sorted(names))}" if names else "no pools are defined"
+
+
+def _check_manifest(manifest: Manifest, where: str) -> Iterator[tuple[str, str]]:
+    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        yield where, "a manifest needs apiVersion and kind"
+        return
+    if (api_version, kind) not in _KINDS:
+        yield f"{where}.kind", f"the simulator does not serve {api_version} {kind}"
+    meta = manifest.get("metadata")
+    if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
+        yield f"{where}.metadata.name", "required"
+        return
+    yield from _check_usage(meta, f"{where}.metadata")
+    spec = manifest.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    pod_spec: object = spec if kind == "Pod" else None
+    if isinstance(template, dict):
+        template_meta = template.get("metadata")
+        if isinstance(template_meta, dict):
+            yield from _check_usage(template_meta, f"{where}.spec.template.metadata")
+        pod_spec = template.get("spec")
+        where = f"{where}.spec.template"
+    if isinstance(pod_spec, dict):
+        for field in ("containers", "initContainers"):
+            for k, c in enumerate(pod_spec.get(field) or []):
+                resources = c.get("resources") if isinstance(c, dict) else None
+                if not isinstance(resources, dict):
+                    continue
+                for part in ("requests", "limits"):
+                    for name, value in (resources.get(part) or {}).items():
+                        path = f"{where}.spec.{field}[{k}].resources.{part}.{name}"
+                        try:
+                            checked_quantity(value)
+                        except ValueError as exc:
+                            yield path, str(exc)
+
+
+def _check_usage(meta: Mapping[str, Any], where: str) -> Iterator[tuple[str, str]]:
+    for key, value in (meta.get("annotations") or {}).items():
+        if not str(key).startswith(USAGE_PREFIX):
+            continue
+        path = f'{where}.annotations["{key}"]'
+        try:
+            usage = json.loads(value) if isinstance(value, str) else None
+        except json.JSONDecodeError:
+            usage = None
+        if not isinstance(usage, dict):
+            yield path, 'a usage annotation is a JSON object such as {"memory": "1Gi"}'
+            continue
+        for name, amount in usage.items():
+            if name not in USAGE_KEYS:
+                yield path, f"unknown usage key {name!r} (one of: {', '.join(USAGE_KEYS)})"
+                continue
+            try:
+                checked_quantity(amount)
+            except ValueError as exc:
+                yield path, f"{name}: {exc}"

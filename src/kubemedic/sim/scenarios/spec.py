@@ -1,0 +1,453 @@
+"""The scenario format: what a scenario file may say, as typed, validated models.
+
+A scenario file describes the cluster when the story begins (node pools and objects) and the
+actions that follow at given times of cluster time. This module is the reference for the format
+and defines it (the pydantic models below check each field and each action's keys);
+:mod:`kubemedic.sim.scenarios.loading` reads files, checks what spans fields (pools an action names,
+kinds the simulator serves, usage annotations) and words the errors, and
+:mod:`kubemedic.sim.scenarios.timeline` plays a scenario on a
+:class:`~kubemedic.sim.cluster.assembly.Cluster`.
+
+Format (keys are camelCase, as in Kubernetes manifests; unknown keys are errors)::
+
+    name: my-scenario            # default: the file name without .yaml
+    description: One paragraph on what happens and why.
+    seed: 0                      # the simulation's random seed (runs are deterministic)
+    start: 2026-01-01T00:00:00Z  # cluster time when the story begins (optional)
+    duration: 30m                # how long `run` plays (the scenario's end)
+    cluster:
+      eventTTL: 1h               # the API server's --event-ttl
+      resolution: 1s             # one engine step of cluster time
+      name: sim                  # Cluster API cluster name (MachineDeployments)
+      namespace: default         # namespace of the Cluster API objects
+    pools:                       # node pools, present and Ready when the story begins
+      - name: workers
+        count: 3                 # nodes now (more can be added by the timeline)
+        namePrefix: workers-     # default "<name>-": nodes workers-1, workers-2, ...
+        provider: nodes          # "nodes": Node objects as registered by their kubelets;
+                                 # "clusterapi": MachineDeployments (one per zone) provisioned
+        capacity: {cpu: "8", memory: 8027168Ki, pods: 110}
+        allocatable: {memory: 7900000Ki}   # default: capacity less 100Mi memory (the kubelet's
+                                           # memory.available<100Mi eviction threshold)
+        labels: {node-role: worker}
+        taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+        startupTaints:           # new nodes (added by the timeline) register with these
+          - {key: node.kubernetes.io/not-ready, effect: NoSchedule}
+          - {key: node.kubernetes.io/network-unavailable, effect: NoSchedule,
+             clearAfter: [30s, 3m], manager: kube-controller-manager}
+        zones: [zone-a, zone-b]  # round-robin; label topology.kubernetes.io/zone
+        region: region-1
+        instanceType: n2-standard-8
+        bootTime: [60s, 2m]      # how long a new or rebooted machine takes to boot
+        autoscaling: {min: 1, max: 20}   # cluster-autoscaler node-group size annotations
+    objects:                     # written when the story begins, in order
+      - manager: argocd-controller     # the field manager (managedFields read like a cluster's)
+        operation: Apply               # Apply: server-side apply; Update: create (POST)
+        manifests: [ {apiVersion: apps/v1, kind: Deployment, ...}, ... ]
+    timeline:
+      - at: 2m                   # cluster time after the story begins
+        action: edit             # see the actions below
+        note: the engineer pins the pod to one node   # shown as the last action in progress
+        repeat: {every: 10m, times: 3}                # optional, any action
+
+Durations are ``90s``, ``5m``, ``1h30m``, ``1.5h``, ``500ms`` or a number of seconds; a range
+``[30s, 3m]`` picks a value per node from the simulation's seeded random source. Quantities are
+Kubernetes quantities (``800Mi``, ``100m``, ``8``).
+
+Actions (``action:``):
+
+- ``apply``: server-side apply of ``manifests`` (``manager`` default ``kubectl``, ``force``
+  default true, as Argo CD and Flux apply with ``--force-conflicts``).
+- ``create``: POST ``manifests`` (``manager`` default ``kubectl-create``; operation Update).
+- ``patch``: PATCH ``target`` with ``patch`` (``patchType`` strategic | merge | json; ``manager``
+  default ``kubectl-patch``; ``subresource`` e.g. ``scale`` or ``status``).
+- ``edit``: what ``kubectl edit`` sends: a strategic merge ``patch`` as manager
+  ``kubectl-edit`` with operation Update.
+- ``delete``: DELETE ``target`` (``gracePeriodSeconds``, ``propagationPolicy``).
+- ``fault``: set a host fault on the selected ``nodes``: ``kubelet-stopped``, ``kubelet-hung``,
+  ``runtime-hung``, ``misconfig-transient`` (a reboot clears it), ``misconfig-persistent`` (a
+  reboot does not), ``unreachable`` (network or control-plane fault: the kubelet runs but cannot
+  post), ``power-off``; ``recovered`` clears every fault. ``for: 2m`` undoes the fault later.
+- ``reboot``: reboot the selected ``nodes`` (new bootID; clears transient faults).
+- ``scale-pool``: ``pool`` to ``replicas`` or by ``add`` nodes; a ``nodes`` pool gets new
+  machines whose kubelets register once booted, spread over ``over`` (e.g. 100 nodes in 1m),
+  or loses its newest machines (powered off, their Nodes deleted as the cloud node lifecycle
+  controller does); a ``clusterapi`` pool gets its MachineDeployments' replicas patched through
+  the scale subresource (``manager`` default ``cluster-autoscaler``).
+- ``untaint``: remove the taint ``key`` from the selected ``nodes`` (``manager`` default
+  ``kubectl-taint``).
+- ``mark``: a clock marker; does nothing but show ``note`` in the progress.
+
+``target``: ``{kind, name, namespace, apiVersion}`` (apiVersion defaults to the kind's served
+version). ``nodes`` selects at the time the action fires: ``names``, ``pool``, ``zone``,
+``selector`` (label map or ``k=v,k2=v2``), then ``fraction`` (of what matched) or ``count``,
+sampled with the seeded random source; ``all: true`` selects every node.
+
+Usage annotations (``usage.sim.kubemedic.io/<container>`` on a pod or its template, a JSON
+object with ``memory``, ``memoryPerNode``, ``memoryPerHour``, ``memoryMax``, ``cpu``,
+``cpuPerNode``, ``startupCpu``) drive the usage model and are checked when a scenario is
+parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from kubemedic.model.quantities import QuantityError, parse_quantity
+from kubemedic.sim.machinery.apiresources import RESOURCES
+
+__all__ = [
+    "Action",
+    "Apply",
+    "Autoscaling",
+    "ClusterSettings",
+    "Create",
+    "Delete",
+    "Duration",
+    "DurationRange",
+    "Edit",
+    "Fault",
+    "FaultKind",
+    "Manifest",
+    "Mark",
+    "NodePool",
+    "NodeSelection",
+    "ObjectGroup",
+    "Patch",
+    "QuantityText",
+    "Reboot",
+    "Repeat",
+    "ScalePool",
+    "Scenario",
+    "StartupTaint",
+    "Taint",
+    "Target",
+    "Untaint",
+    "checked_quantity",
+    "default_api_version",
+    "parse_duration",
+    "selector_labels",
+    "show_value",
+]
+
+
+# durations and quantities --------------------------------------------------------------------
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: object) -> float:
+    """Seconds in ``value``: a number of seconds or a string such as ``90s``, ``1h30m``,
+    ``1.5m``, ``500ms`` (Go's ``time.ParseDuration`` units, plus ``d``). Raises ValueError."""
+    if isinstance(value, bool):
+        raise ValueError(f"{show_value(value)} is not a duration (e.g. 90s, 5m, 1h30m)")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{show_value(value)} is not a duration (must be zero or positive)")
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text and _DURATION_PART.sub("", text) == "":
+            return sum(float(n) * _UNITS[u] for n, u in _DURATION_PART.findall(text))
+        try:
+            seconds = float(text)
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(seconds) and seconds >= 0:
+                return seconds
+    raise ValueError(f"{show_value(value)} is not a duration (e.g. 90s, 5m, 1h30m)")
+
+
+def _duration_range(value: object) -> tuple[float, float]:
+    if isinstance(value, list | tuple):
+        if len(value) != 2:
+            raise ValueError(f"a duration range is [low, high], got {len(value)} items")
+        low, high = parse_duration(value[0]), parse_duration(value[1])
+        if high < low:
+            raise ValueError(f"a duration range must not decrease: {show_value(list(value))}")
+        return (low, high)
+    seconds = parse_duration(value)
+    return (seconds, seconds)
+
+
+def checked_quantity(value: object) -> str:
+    try:
+        parse_quantity(value)
+    except QuantityError:
+        raise ValueError(f"{show_value(value)} is not a quantity (e.g. 800Mi, 100m, 8)") from None
+    return str(value)
+
+
+def show_value(value: object) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+DurationRange = Annotated[tuple[float, float], BeforeValidator(_duration_range)]
+QuantityText = Annotated[str, BeforeValidator(checked_quantity)]
+Manifest = dict[str, Any]
+
+
+# schema -----------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+
+class Taint(_Model):
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+    def body(self) -> dict[str, str]:
+        out = {"key": self.key, "effect": self.effect}
+        if self.value:
+            out["value"] = self.value
+        return out
+
+
+class StartupTaint(Taint):
+    """A taint a new node registers with until something finishes setting it up: removed
+    ``clearAfter`` its registration by ``manager`` (an agent, the route controller).
+
+    Two keys follow node conditions, as on a real cluster: ``node.kubernetes.io/not-ready``
+    (what the ``TaintNodesByCondition`` admission plugin adds to every new Node; the node
+    lifecycle controller removes it once the node is Ready, so ``clearAfter`` is not used) and
+    ``node.kubernetes.io/network-unavailable`` (the kubelet of a cloud that configures routes
+    registers with ``NetworkUnavailable=True``; at ``clearAfter`` ``manager`` sets it ``False``,
+    ``RouteCreated``, and the node lifecycle controller lifts the taint)."""
+
+    clear_after: DurationRange | None = None
+    manager: str = "kube-controller-manager"
+
+
+class Autoscaling(_Model):
+    min: int = Field(ge=0)
+    max: int = Field(ge=0)
+
+
+class NodePool(_Model):
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    count: int = Field(ge=0)
+    name_prefix: str | None = None
+    provider: Literal["nodes", "clusterapi"] = "nodes"
+    capacity: dict[str, QuantityText]
+    allocatable: dict[str, QuantityText] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    startup_taints: list[StartupTaint] = Field(default_factory=list)
+    zones: list[str] = Field(default_factory=list)
+    region: str | None = None
+    instance_type: str | None = None
+    boot_time: DurationRange = (60.0, 60.0)
+    autoscaling: Autoscaling | None = None
+
+    @field_validator("capacity")
+    @classmethod
+    def _needs_cpu_and_memory(cls, value: dict[str, str]) -> dict[str, str]:
+        missing = [k for k in ("cpu", "memory") if k not in value]
+        if missing:
+            raise ValueError(f"capacity needs {' and '.join(missing)}")
+        return value
+
+    @property
+    def prefix(self) -> str:
+        return self.name_prefix if self.name_prefix is not None else f"{self.name}-"
+
+
+class ClusterSettings(_Model):
+    event_ttl: Duration = Field(default=3600.0, alias="eventTTL")
+    resolution: Duration = 1.0
+    name: str = "sim"
+    namespace: str = "default"
+
+
+class ObjectGroup(_Model):
+    manager: str = "kubectl"
+    operation: Literal["Apply", "Update"] = "Apply"
+    manifests: list[Manifest] = Field(min_length=1)
+
+
+class Repeat(_Model):
+    every: Duration
+    times: int | None = Field(default=None, ge=1)
+    until: Duration | None = None
+
+
+class Target(_Model):
+    kind: str
+    name: str
+    namespace: str = ""
+    api_version: str = ""
+
+
+class NodeSelection(_Model):
+    names: list[str] = Field(default_factory=list)
+    pool: str | None = None
+    zone: str | None = None
+    selector: dict[str, str] | str | None = None
+    fraction: float | None = Field(default=None, gt=0, le=1)
+    count: int | None = Field(default=None, ge=1)
+    all: bool = False
+
+
+class _Action(_Model):
+    at: Duration
+    note: str = ""
+    repeat: Repeat | None = None
+
+
+class Apply(_Action):
+    action: Literal["apply"]
+    manifests: list[Manifest] = Field(min_length=1)
+    manager: str = "kubectl"
+    force: bool = True
+
+
+class Create(_Action):
+    action: Literal["create"]
+    manifests: list[Manifest] = Field(min_length=1)
+    manager: str = "kubectl-create"
+
+
+class Patch(_Action):
+    action: Literal["patch"]
+    target: Target
+    patch: Any
+    patch_type: Literal["strategic", "merge", "json"] = "strategic"
+    manager: str = "kubectl-patch"
+    subresource: str = ""
+
+
+class Edit(_Action):
+    action: Literal["edit"]
+    target: Target
+    patch: dict[str, Any]
+    manager: str = "kubectl-edit"
+
+
+class Delete(_Action):
+    action: Literal["delete"]
+    target: Target
+    grace_period_seconds: int | None = Field(default=None, ge=0)
+    propagation_policy: Literal["Foreground", "Background", "Orphan"] | None = None
+    manager: str = "kubectl"
+
+
+FaultKind = Literal[
+    "kubelet-stopped",
+    "kubelet-hung",
+    "runtime-hung",
+    "misconfig-transient",
+    "misconfig-persistent",
+    "unreachable",
+    "power-off",
+    "recovered",
+]
+
+
+class Fault(_Action):
+    action: Literal["fault"]
+    fault: FaultKind
+    nodes: NodeSelection
+    for_: Duration | None = Field(default=None, alias="for")
+
+
+class Reboot(_Action):
+    action: Literal["reboot"]
+    nodes: NodeSelection
+
+
+class ScalePool(_Action):
+    action: Literal["scale-pool"]
+    pool: str
+    replicas: int | None = Field(default=None, ge=0)
+    add: int | None = Field(default=None, ge=1)
+    over: Duration = 0.0
+    manager: str = "cluster-autoscaler"
+
+
+class Untaint(_Action):
+    action: Literal["untaint"]
+    nodes: NodeSelection
+    key: str
+    manager: str = "kubectl-taint"
+
+
+class Mark(_Action):
+    action: Literal["mark"]
+
+
+Action = Annotated[
+    Apply | Create | Patch | Edit | Delete | Fault | Reboot | ScalePool | Untaint | Mark,
+    Field(discriminator="action"),
+]
+
+
+class Scenario(_Model):
+    """A scenario whose fields are valid (see the module docstring for the format); one from
+    :func:`kubemedic.sim.scenarios.loading.parse` has also passed the checks that span fields."""
+
+    name: str = ""
+    description: str = ""
+    seed: int = 0
+    start: datetime | None = None
+    duration: Duration = 1800.0
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    pools: list[NodePool] = Field(default_factory=list)
+    objects: list[ObjectGroup] = Field(default_factory=list)
+    timeline: list[Action] = Field(default_factory=list)
+    #: Where the scenario was read from ("" for one parsed from text).
+    source: str = Field(default="", exclude=True)
+
+    def pool(self, name: str) -> NodePool | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+
+# targets and node selections ----------------------------------------------------------------
+
+_VERSIONS = {r.kind: r.api_version for r in reversed(RESOURCES) if "create" in r.verbs}
+
+
+def default_api_version(kind: str) -> str:
+    """The version a target of ``kind`` is written with when the scenario names none: the
+    first version the simulator serves for the kind ("" for a kind it does not serve)."""
+    return _VERSIONS.get(kind, "")
+
+
+def _parse_selector(text: str) -> dict[str, str]:
+    """``k=v,k2=v2`` (equality only)."""
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.rstrip("=!")
+        if not sep or not key:
+            raise ValueError(f"{part!r} is not key=value")
+        out[key] = value.lstrip("=")
+    return out
+
+
+def selector_labels(selector: Mapping[str, str] | str | None) -> dict[str, str]:
+    """The labels a node selection's ``selector`` requires (a map, or ``k=v,k2=v2`` text).
+    Raises ValueError for text that is not a list of equalities."""
+    if selector is None:
+        return {}
+    if isinstance(selector, str):
+        return _parse_selector(selector)
+    return dict(selector)

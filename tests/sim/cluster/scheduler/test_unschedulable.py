@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kubemedic.model.scheduling import parse_failed_scheduling
+from kubemedic.sim.cluster.scheduler import framework
 from kubemedic.sim.cluster.scheduler import unschedulable as fit
 from kubemedic.sim.cluster.scheduler.filtering import PodInfo
 from kubemedic.sim.cluster.scheduler.framework import Code, Diagnosis, Status
@@ -37,9 +38,9 @@ def test_reasons_are_sorted_as_strings_not_numbers() -> None:
 def test_incident_histogram_puts_14_before_23_and_6_after_24() -> None:
     affinity = "node(s) didn't match Pod's node affinity/selector"
     counts = {
-        fit.untolerated_taint("node.kubernetes.io/not-ready", ""): 96,
-        fit.untolerated_taint("hub.jupyter.org_dedicated", "user"): 9,
-        fit.untolerated_taint("node.kubernetes.io/network-unavailable", ""): 6,
+        framework.untolerated_taint("node.kubernetes.io/not-ready", ""): 96,
+        framework.untolerated_taint("hub.jupyter.org_dedicated", "user"): 9,
+        framework.untolerated_taint("node.kubernetes.io/network-unavailable", ""): 6,
         affinity: 14,
     }
     diagnosis = _diagnosis(counts)
@@ -56,11 +57,11 @@ def test_incident_histogram_puts_14_before_23_and_6_after_24() -> None:
 
 
 def test_taint_without_value_prints_empty_braces() -> None:
-    assert fit.untolerated_taint("node.kubernetes.io/not-ready", "") == (
+    assert framework.untolerated_taint("node.kubernetes.io/not-ready", "") == (
         "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
     )
     assert (
-        fit.untolerated_taint("dedicated", "gpu")
+        framework.untolerated_taint("dedicated", "gpu")
         == "node(s) had untolerated taint {dedicated: gpu}"
     )
 
@@ -124,7 +125,7 @@ def test_postfix_is_appended_with_one_space_and_no_extra_dot() -> None:
 
 
 def test_message_reads_back_with_the_model_parser() -> None:
-    diagnosis = _diagnosis({"Insufficient cpu": 3, fit.untolerated_taint("k", ""): 2})
+    diagnosis = _diagnosis({"Insufficient cpu": 3, framework.untolerated_taint("k", ""): 2})
     diagnosis.postfilter_msg = fit.preemption_postfix(5)
     parsed = parse_failed_scheduling(fit.fit_error(5, diagnosis))
     assert parsed is not None
@@ -143,11 +144,11 @@ def test_event_notes_are_cut_at_1024_bytes_with_an_ellipsis() -> None:
 
 
 def test_merge_keeps_every_reason_and_the_strongest_code() -> None:
-    merged = fit.merge(
+    merged = framework.merge(
         [Status(Code.UNSCHEDULABLE, ("Insufficient cpu",)), _status("node(s) were unschedulable")]
     )
     assert merged == Status(UNRESOLVABLE, ("Insufficient cpu", "node(s) were unschedulable"))
-    assert fit.merge([]) is None
+    assert framework.merge([]) is None
 
 
 # -- the status patch -------------------------------------------------------------------------

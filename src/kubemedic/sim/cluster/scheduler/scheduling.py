@@ -39,7 +39,7 @@ from typing import Any
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.recording import SeriesRecorder
-from kubemedic.sim.cluster.scheduler import filtering
+from kubemedic.sim.cluster.scheduler import filtering, framework
 from kubemedic.sim.cluster.scheduler import unschedulable as fit
 from kubemedic.sim.cluster.scheduler.filtering import NodeInfo, PodInfo
 from kubemedic.sim.machinery import errors
@@ -51,7 +51,7 @@ __all__ = ["Scheduler", "feasible_nodes_to_find", "node_tree_order"]
 _TERMINAL = ("Succeeded", "Failed")
 _STATIC_PLUGINS = frozenset(("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"))
 _FIT = frozenset({filtering.NODE_RESOURCES_FIT})
-_UNRESOLVABLE = fit.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+_UNRESOLVABLE = framework.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 _ZONE = "topology.kubernetes.io/zone"
 _CACHE_LIMIT = 500_000
 
@@ -101,7 +101,7 @@ class Scheduler:
         self._bound: dict[str, tuple[str, PodInfo]] = {}
         self._nominated: dict[str, dict[str, PodInfo]] = {}
         self._nominated_of: dict[str, str] = {}
-        self._static: dict[tuple[Any, str], tuple[fit.Status, ...]] = {}
+        self._static: dict[tuple[Any, str], tuple[framework.Status, ...]] = {}
         self._scores: filtering.ScoreCache = {}
         self._order: list[NodeInfo] | None = None
         self._next_start = 0
@@ -322,9 +322,9 @@ class Scheduler:
             return []
         return [p for p in nominated.values() if p.priority >= info.priority and p.uid != info.uid]
 
-    def _filter(self, info: PodInfo, node: NodeInfo) -> tuple[fit.Status, ...]:
+    def _filter(self, info: PodInfo, node: NodeInfo) -> tuple[framework.Status, ...]:
         """The failing filters of one node (one unless ``run_all_filters``); hot path."""
-        failed: tuple[fit.Status, ...] = ()
+        failed: tuple[framework.Status, ...] = ()
         if node.unschedulable or node.taints or info.selector is not None or info.node_name:
             key = (info.placement, node.name)
             cached = self._static.get(key)
@@ -363,13 +363,15 @@ class Scheduler:
         nodes = self._nodes_in_order()
         if not nodes:
             return self._fail(q, pod, fit.NO_NODES_AVAILABLE, plugins=frozenset())
-        diagnosis = fit.Diagnosis()
+        diagnosis = framework.Diagnosis()
         candidates = nodes
         if info.node_names is not None:  # NodeAffinity's PreFilter pinned node names
             diagnosis.unschedulable_plugins.add(filtering.NODE_AFFINITY)
             conflict = filtering.REASON_AFFINITY_CONFLICT
             reason = fit.absent_plugins_reason([filtering.NODE_AFFINITY])
-            diagnosis.absent = fit.Status(_UNRESOLVABLE, (reason if info.node_names else conflict,))
+            diagnosis.absent = framework.Status(
+                _UNRESOLVABLE, (reason if info.node_names else conflict,)
+            )
             if not info.node_names:
                 diagnosis.prefilter_msg = conflict
                 return self._unschedulable_pod(q, pod, diagnosis, len(nodes))
@@ -391,7 +393,7 @@ class Scheduler:
         return self._bind(q, pod, host)
 
     def _find(
-        self, info: PodInfo, candidates: list[NodeInfo], diagnosis: fit.Diagnosis, total: int
+        self, info: PodInfo, candidates: list[NodeInfo], diagnosis: framework.Diagnosis, total: int
     ) -> list[NodeInfo]:
         """``findNodesThatPassFilters``, resuming where the previous cycle stopped."""
         count = len(candidates)
@@ -425,7 +427,7 @@ class Scheduler:
                     break
                 continue
             plugins.update(s.plugin for s in failed)
-            merged = failed[0] if len(failed) == 1 else fit.merge(failed)
+            merged = failed[0] if len(failed) == 1 else framework.merge(failed)
             if merged is not None:
                 statuses[node.name] = merged
         self._next_start = (self._next_start + len(feasible) + len(statuses)) % total
@@ -457,7 +459,7 @@ class Scheduler:
         return True
 
     def _unschedulable_pod(
-        self, q: fit.QueuedPod, pod: Obj, diagnosis: fit.Diagnosis, total: int
+        self, q: fit.QueuedPod, pod: Obj, diagnosis: framework.Diagnosis, total: int
     ) -> bool:
         nominate: str | None = None
         if self.preemption:
@@ -504,7 +506,7 @@ class Scheduler:
     # preemption --------------------------------------------------------------------------------
 
     def _preempt(
-        self, info: PodInfo, pod: Obj, diagnosis: fit.Diagnosis, total: int
+        self, info: PodInfo, pod: Obj, diagnosis: framework.Diagnosis, total: int
     ) -> tuple[str, str | None]:
         """DefaultPreemption's PostFilter: (message, node to nominate; "" clears, None keeps)."""
         if info.preempt_never:
@@ -537,12 +539,12 @@ class Scheduler:
 
     def _fits_without(
         self, info: PodInfo, node: NodeInfo
-    ) -> Callable[[Sequence[PodInfo]], fit.Status | None]:
+    ) -> Callable[[Sequence[PodInfo]], framework.Status | None]:
         """The dry run's filter check: the pod on ``node`` minus some pods, nominated pods
         of equal or higher priority counted (``RunFilterPluginsWithNominatedPods``)."""
         reserved = self._reserved(info, node.name)
 
-        def check(removed: Sequence[PodInfo]) -> fit.Status | None:
+        def check(removed: Sequence[PodInfo]) -> framework.Status | None:
             trial = copy.copy(node)
             trial.pods, trial.scalar = dict(node.pods), dict(node.scalar)
             for pod in removed:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubemedic.model.quantities import QuantityError, parse_quantity
+from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.hosts import Hosts
 from kubemedic.sim.cluster.runtime.usage import (
@@ -53,6 +54,7 @@ __all__ = ["RESOLUTION", "MetricsServer", "binary_quantity", "nano_quantity"]
 #: ``--metric-resolution`` default (seconds).
 RESOLUTION = 15.0
 API_VERSION = "metrics.k8s.io/v1beta1"
+MANAGER = "metrics-server"
 NODES = "nodes.metrics.k8s.io"
 PODS = "pods.metrics.k8s.io"
 
@@ -110,10 +112,11 @@ class MetricsServer:
 
     def attach(self, sim: Simulation) -> None:
         self.sim = sim
+        self.client = Client(sim.server, MANAGER)
         if sim.find(UsageModel) is None:
             self.usage.attach(sim)
-        sim.server.read_hooks[PODS] = self._on_read
-        sim.server.read_hooks[NODES] = self._on_read
+        self.client.before_read(PODS, self._on_read)
+        self.client.before_read(NODES, self._on_read)
 
     def sync(self) -> bool:
         return False
@@ -146,8 +149,7 @@ class MetricsServer:
                 scraped[name] = node
         by_node: dict[str, list[_Scrape]] = {}
         cache, self._scrapes = self._scrapes, {}
-        for key, entry in self.sim.server.store.scan("pods"):
-            pod = entry.obj
+        for key, pod in self.sim.items("pods"):
             scrape = cache.get(key)
             if scrape is None or scrape.pod is not pod:
                 scrape = self._scrape(pod, key)
@@ -261,5 +263,5 @@ class MetricsServer:
         """Keep the scrape as computed objects: served on read, never watch events (the
         metrics API cannot be watched)."""
         previous = self._stored.get(store_key, set())
-        self.sim.server.store.put_computed(store_key, objects, drop=previous - objects.keys())
+        self.client.publish_computed(store_key, objects, drop=previous - objects.keys())
         self._stored[store_key] = set(objects)

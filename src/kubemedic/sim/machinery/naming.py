@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -377,3 +378,13 @@ def dicts(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
     for index, item in enumerate(as_list(value)):
         if isinstance(item, Mapping):
             yield index, item
+
+
+#: The alphabet of ``generateName`` suffixes and controllers' hashes (apimachinery's
+#: ``rand.String``: no vowels, so no word is ever spelled, and no 0/1/3 to confuse).
+GENERATED_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def random_suffix(source: random.Random, length: int = 5) -> str:
+    """``rand.String(length)``: what ``generateName`` appends, drawn from ``source``."""
+    return "".join(source.choice(GENERATED_NAME_ALPHABET) for _ in range(length))

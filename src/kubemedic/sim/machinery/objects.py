@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import orjson
 
-__all__ = ["Change", "EventType", "Key", "Obj", "ObjView", "clone"]
+__all__ = ["Change", "EventType", "Key", "Obj", "ObjView", "clone", "key_of"]
 
 #: A decoded object its holder may change.
 Obj = dict[str, Any]
@@ -54,3 +54,9 @@ def _clone(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_clone(v) for v in value]
     return value
+
+
+def key_of(obj: ObjView) -> Key:
+    """The object's :data:`Key`: its namespace (``""`` when cluster-scoped) and name."""
+    meta = obj["metadata"]
+    return str(meta.get("namespace") or ""), str(meta["name"])

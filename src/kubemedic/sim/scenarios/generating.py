@@ -33,6 +33,7 @@ from typing import Any
 
 from kubemedic.model.quantities import parse_quantity
 from kubemedic.sim.machinery.clock import rfc3339
+from kubemedic.sim.machinery.naming import GENERATED_NAME_ALPHABET
 from kubemedic.sim.scenarios.nodebuilding import KUBELET_VERSION, node, update_entry
 
 __all__ = [
@@ -51,7 +52,6 @@ Obj = dict[str, Any]
 #: The label naming a node's pool (kubemedic reads it among the usual provisioners' labels).
 POOL_LABEL = "node.kubernetes.io/pool"
 USAGE_PREFIX = "usage.sim.kubemedic.io/"
-_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String alphabet
 _WORDS = (
     "api", "web", "worker", "cache", "search", "billing", "auth", "catalog", "checkout", "media",
     "notify", "orders", "payments", "profile", "queue", "report", "session", "stream", "sync",
@@ -171,8 +171,8 @@ class _Generator:
         n = self.random.getrandbits(8 * length)
         out = []
         for _ in range(length):
-            n, digit = divmod(n, len(_ALPHANUMS))
-            out.append(_ALPHANUMS[digit])
+            n, digit = divmod(n, len(GENERATED_NAME_ALPHABET))
+            out.append(GENERATED_NAME_ALPHABET[digit])
         return "".join(out)
 
     def run(self) -> Generated:

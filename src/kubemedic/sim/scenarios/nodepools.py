@@ -390,7 +390,7 @@ class NodePools:
             self.sim.after(0.0, lambda: self._set_startup_conditions(name, keys))
 
     def _set_startup_conditions(self, name: str, keys: list[str]) -> None:
-        now = self.sim.server.writer.now()
+        now = self.sim.stamp()
         conditions = []
         for key in keys:
             type_ = CONDITION_TAINTS[key][0]
@@ -414,9 +414,7 @@ class NodePools:
         try:
             if key in CONDITION_TAINTS and self.cluster.nodelifecycle is not None:
                 type_, reason, message = CONDITION_TAINTS[key]
-                condition = _condition(
-                    type_, "False", reason, message, self.sim.server.writer.now()
-                )
+                condition = _condition(type_, "False", reason, message, self.sim.stamp())
                 self._client(manager).patch(
                     "v1",
                     "Node",

@@ -7,7 +7,6 @@ from typing import Any
 
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
-from kubemedic.sim.cluster.scheduler import filtering, scheduling
 from kubemedic.sim.cluster.scheduler.scheduling import Scheduler
 from kubemedic.sim.machinery.objects import Obj
 from kubemedic.testing import builders as b
@@ -335,23 +334,6 @@ def test_equal_priority_pod_finds_no_victims() -> None:
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
     assert sim.get("pods", "prod", "fill-n1") is not None
-
-
-def test_nodes_are_visited_one_zone_at_a_time() -> None:
-    nodes = [
-        filtering.node_info(b.node(f"n{i}", labels={"topology.kubernetes.io/zone": zone}))
-        for i, zone in enumerate("aaabbc")
-    ]
-    order = [n.name for n in scheduling.node_tree_order(nodes)]
-    assert order == ["n0", "n3", "n5", "n1", "n4", "n2"]
-
-
-def test_large_clusters_filter_only_enough_nodes_to_score() -> None:
-    assert scheduling.feasible_nodes_to_find(80) == 80
-    assert scheduling.feasible_nodes_to_find(500) == 230  # 46%
-    assert scheduling.feasible_nodes_to_find(2000) == 680  # 34%
-    assert scheduling.feasible_nodes_to_find(6000) == 300  # 5%
-    assert scheduling.feasible_nodes_to_find(1000, 5) == 100
 
 
 # -- throughput -------------------------------------------------------------------------------

@@ -346,3 +346,38 @@ def _scalar_problem(value: Any, node: SchemaNode, *, struct: str, path: str) -> 
     if node.body.get("format") == "date-time":
         go_type = "string"
     return f"json: cannot unmarshal {given} into Go struct field {struct}.{path} of type {go_type}"
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name Go's decoder reports (``string``, ``number``, ``array``, ...)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def load_json(body: bytes) -> Any:
+    """A patch body: JSON, or 400 as the server words it."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"error decoding patch: {exc}") from exc
+
+
+def load_yaml_or_json(body: bytes) -> Any:
+    """An apply body: JSON, else YAML (``safe_load``), or 400."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    import yaml  # noqa: PLC0415 - apply bodies are rarely YAML; import on demand
+
+    try:
+        return yaml.safe_load(body.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"error decoding YAML: {exc}") from exc

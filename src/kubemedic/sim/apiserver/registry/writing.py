@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-import orjson
-
 from kubemedic.sim.apiserver.fields import applying, fieldmanaging
 from kubemedic.sim.apiserver.patches import patching
 from kubemedic.sim.apiserver.registry import admitting, decoding, defaulting, validating
@@ -34,6 +32,7 @@ from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.apiresources import Resource
 from kubemedic.sim.machinery.clock import VirtualClock, rfc3339
 from kubemedic.sim.machinery.definitions import Definitions, SchemaNode
+from kubemedic.sim.machinery.naming import random_suffix
 from kubemedic.sim.machinery.objects import Key, Obj, clone
 
 #: Kinds whose strategies keep ``metadata.generation`` (bumped when the spec changes).
@@ -103,8 +102,8 @@ class Writer:
     def suffix(self) -> str:
         """The five characters ``generateName`` appends (``rand.String(5)``'s alphabet)."""
         if self.ids is None:
-            return "".join(secrets.choice(_ALPHABET) for _ in range(5))
-        return "".join(self.ids.choice(_ALPHABET) for _ in range(5))
+            return random_suffix(secrets.SystemRandom())
+        return random_suffix(self.ids)
 
     def now(self) -> str:
         """The clock's time in RFC 3339 (whole seconds: one formatting per second)."""
@@ -157,7 +156,7 @@ class Writer:
         if meta is not None and not isinstance(meta, dict):
             raise errors.bad_request(
                 f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
-                f"json: cannot unmarshal {_json_type(meta)} into Go struct field "
+                f"json: cannot unmarshal {decoding.json_type(meta)} into Go struct field "
                 f"{res.kind}.metadata of type v1.ObjectMeta"
             )
         kind = obj.get("kind")
@@ -398,7 +397,7 @@ class Writer:
         if kind == "apply":
             return self.apply(res, key, body, opts, subresource=subresource)
         entry = self.existing(res, key)
-        patch = _load_json(body)
+        patch = decoding.load_json(body)
         schema = self.schema(res)
         current = entry.obj  # the patch engines never change their inputs
         try:
@@ -427,7 +426,7 @@ class Writer:
         self, res: Resource, key: Key, body: bytes, opts: WriteOptions, *, subresource: str = ""
     ) -> Obj:
         """Server-side apply: merge the applied configuration, track ownership, create if new."""
-        applied = _load_yaml_or_json(body)
+        applied = decoding.load_yaml_or_json(body)
         if not isinstance(applied, dict):
             raise errors.bad_request("the applied configuration must be an object")
         applied = self._decode(res, applied, opts)
@@ -553,42 +552,6 @@ class Writer:
     def finish_deletion(self, res: Resource, key: Key) -> None:
         """Remove an object whose deletion is due (grace over, finalizers gone)."""
         self.store.remove(res.store_key, key)
-
-
-_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def _json_type(value: Any) -> str:
-    """The JSON type name Go's decoder reports (``string``, ``number``, ``array``, ...)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _load_json(body: bytes) -> Any:
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise errors.bad_request(f"error decoding patch: {exc}") from exc
-
-
-def _load_yaml_or_json(body: bytes) -> Any:
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
-    import yaml  # noqa: PLC0415 - apply bodies are rarely YAML; import on demand
-
-    try:
-        return yaml.safe_load(body.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise errors.bad_request(f"error decoding YAML: {exc}") from exc
 
 
 def _copy_keeping(body: Obj, managed: object) -> Obj:

@@ -34,10 +34,9 @@ Events (component ``deployment-controller``): ``ScalingReplicaSet`` "Scaled up r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from kubemedic.sim.cluster.controllers import podtemplates, rollouts
+from kubemedic.sim.cluster.controllers import conditions, podtemplates, rollouts
 from kubemedic.sim.cluster.controllers.podtemplates import CONTROLLER_MANAGER, OwnerIndex
 from kubemedic.sim.cluster.controllers.rollouts import (
     available_of,
@@ -49,7 +48,7 @@ from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import DelayedAdds, Simulation
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
 from kubemedic.sim.machinery import errors
-from kubemedic.sim.machinery.objects import Change, Key, Obj, clone
+from kubemedic.sim.machinery.objects import Change, Key, Obj, clone, key_of
 from kubemedic.sim.machinery.selecting import LabelSelector
 
 __all__ = ["DeploymentController"]
@@ -212,7 +211,7 @@ class DeploymentController:
             return
         self._check_paused(d)
         scaling = bool(d["spec"].get("paused")) or self._is_scaling_event(d, rs_list)
-        rs_list = [self.sim.get(REPLICASETS, *_key(rs)) or rs for rs in rs_list]  # re-read
+        rs_list = [self.sim.get(REPLICASETS, *key_of(rs)) or rs for rs in rs_list]  # re-read
         if scaling:
             self._sync_scale(d, rs_list)
         elif rollouts.strategy(d) == "Recreate":
@@ -335,11 +334,13 @@ class DeploymentController:
                 return self._update_rs(copy)
             annotations = existing["metadata"].get("annotations") or {}
             needs = rollouts.set_revision(d, annotations.get(rollouts.REVISION, ""))
-            if rollouts.has_progress_deadline(d) and _condition(d, "Progressing") is None:
+            if rollouts.has_progress_deadline(d) and conditions.of(d, "Progressing") is None:
                 message = f'Found new replica set "{existing["metadata"]["name"]}"'
                 now = self.sim.now()
-                cond = rollouts.condition("Progressing", "True", "FoundNewReplicaSet", message, now)
-                rollouts.set_condition(d.setdefault("status", {}), cond)
+                cond = conditions.condition(
+                    "Progressing", "True", "FoundNewReplicaSet", message, now
+                )
+                conditions.set_condition(d.setdefault("status", {}), cond)
                 needs = True
             if needs:
                 self._write_status(d)
@@ -359,8 +360,8 @@ class DeploymentController:
         if not already and rollouts.has_progress_deadline(d):
             message = f'Created new replica set "{name}"'
             now = self.sim.now()
-            cond = rollouts.condition("Progressing", "True", "NewReplicaSetCreated", message, now)
-            rollouts.set_condition(d.setdefault("status", {}), cond)
+            cond = conditions.condition("Progressing", "True", "NewReplicaSetCreated", message, now)
+            conditions.set_condition(d.setdefault("status", {}), cond)
             needs = True
         if needs:
             self._write_status(d)
@@ -393,10 +394,10 @@ class DeploymentController:
             message = f'Failed to create new replica set "{name}": {exc.message}'
             if rollouts.has_progress_deadline(d):
                 now = self.sim.now()
-                cond = rollouts.condition(
+                cond = conditions.condition(
                     "Progressing", "False", "ReplicaSetCreateError", message, now
                 )
-                rollouts.set_condition(d.setdefault("status", {}), cond)
+                conditions.set_condition(d.setdefault("status", {}), cond)
                 self._write_status(d)
             self.recorder.event(d, "Warning", "ReplicaSetCreateError", message)
             raise _Abort(5.0) from exc
@@ -407,7 +408,7 @@ class DeploymentController:
 
     def _is_scaling_event(self, d: Obj, rs_list: list[Obj]) -> bool:
         new_rs, old = self._all_replicasets(d, rs_list, create=False)
-        for rs in _active([*old, new_rs]):
+        for rs in rollouts.active([*old, new_rs]):
             desired = desired_annotation(rs)
             if desired is not None and desired != replicas_of(d):
                 return True
@@ -430,12 +431,12 @@ class DeploymentController:
                 self._scale_and_record(target, replicas_of(d), d)
             return
         if rollouts.is_saturated(d, new_rs):
-            for rs in _active(old):
+            for rs in rollouts.active(old):
                 self._scale_and_record(rs, 0, d)
             return
         if rollouts.strategy(d) != "RollingUpdate":
             return
-        sizes = rollouts.proportional_sizes(d, _active([*old, new_rs]))
+        sizes = rollouts.proportional_sizes(d, rollouts.active([*old, new_rs]))
         operation = sizes.operation
         for rs, size in sizes.targets:
             self._scale_rs(rs, size, d, operation)
@@ -448,7 +449,7 @@ class DeploymentController:
             return
         all_rss = [*old, new_rs]
         if self._reconcile_new(d, all_rss, new_rs) or self._reconcile_old(
-            d, all_rss, _active(old), new_rs
+            d, all_rss, rollouts.active(old), new_rs
         ):
             self._sync_rollout_status(d, all_rss, new_rs)
             return
@@ -505,7 +506,7 @@ class DeploymentController:
         new_rs, old = self._all_replicasets(d, rs_list, create=False)
         all_rss: Sequence[Obj | None] = [*old, new_rs]
         scaled = False
-        for rs in _active(old):
+        for rs in rollouts.active(old):
             scaled |= self._scale_and_record(rs, 0, d)[0]
         if scaled or self._old_pods_running(new_rs, old, rs_list):
             self._sync_rollout_status(d, all_rss, new_rs)
@@ -539,22 +540,22 @@ class DeploymentController:
     def _check_paused(self, d: Obj) -> None:
         if not rollouts.has_progress_deadline(d):
             return
-        cond = _condition(d, "Progressing")
+        cond = conditions.of(d, "Progressing")
         if cond is not None and cond.get("reason") == "ProgressDeadlineExceeded":
             return
         paused_cond = cond is not None and cond.get("reason") == "DeploymentPaused"
         now = self.sim.now()
         if d["spec"].get("paused") and not paused_cond:
-            new = rollouts.condition(
+            new = conditions.condition(
                 "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", now
             )
         elif not d["spec"].get("paused") and paused_cond:
-            new = rollouts.condition(
+            new = conditions.condition(
                 "Progressing", "Unknown", "DeploymentResumed", "Deployment is resumed", now
             )
         else:
             return
-        rollouts.set_condition(d.setdefault("status", {}), new)
+        conditions.set_condition(d.setdefault("status", {}), new)
         self._write_status(d)
 
     def _sync_status(self, d: Obj, all_rss: Sequence[Obj | None]) -> None:
@@ -573,9 +574,9 @@ class DeploymentController:
         if rollouts.compact(d.get("status") or {}) == rollouts.compact(status):
             delay = rollouts.stuck_requeue(d, status, now)
             if delay:
-                self._later.add_after(_key(d), delay)
+                self._later.add_after(key_of(d), delay)
             elif delay is not None:  # at once, through the rate limiter (enqueueRateLimited)
-                self._later.add_rate_limited(_key(d))
+                self._later.add_rate_limited(key_of(d))
             return
         d["status"] = status
         self._write_status(d)
@@ -589,16 +590,3 @@ class DeploymentController:
                 "apps/v1", "ReplicaSet", meta["name"], namespace=str(meta.get("namespace") or "")
             )
             self._wrote = True
-
-
-def _active(rss: Iterable[Obj | None]) -> list[Obj]:
-    """``FilterActiveReplicaSets``: ReplicaSets with ``spec.replicas`` above zero."""
-    return [rs for rs in rss if rs is not None and replicas_of(rs) > 0]
-
-
-def _key(obj: Obj) -> Key:
-    return str(obj["metadata"].get("namespace") or ""), str(obj["metadata"]["name"])
-
-
-def _condition(d: Obj, type_: str) -> dict[str, Any] | None:
-    return rollouts.get_condition(d.get("status") or {}, type_)

@@ -40,6 +40,7 @@ from kubemedic.model.objects import parse_time
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
 from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery.naming import GENERATED_NAME_ALPHABET
 from kubemedic.sim.machinery.objects import Change, Key, Obj, clone
 
 __all__ = [
@@ -71,7 +72,6 @@ CONTROLLER_MANAGER = "kube-controller-manager"
 #: ``apps.DefaultDeploymentUniqueLabelKey``.
 TEMPLATE_HASH_LABEL = "pod-template-hash"
 
-_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
 
@@ -125,7 +125,7 @@ def pod_from_template(template: Mapping[str, Any], owner: Mapping[str, Any]) -> 
 def safe_encode(text: str) -> str:
     """``rand.SafeEncodeString``: each byte mapped onto consonants and digits that cannot spell
     words (and never a vowel, so names stay inoffensive)."""
-    return "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in text.encode())
+    return "".join(GENERATED_NAME_ALPHABET[b % len(GENERATED_NAME_ALPHABET)] for b in text.encode())
 
 
 def compute_hash(template: Mapping[str, Any], collision_count: int | None = None) -> str:

@@ -26,12 +26,17 @@ from datetime import datetime
 from typing import Any
 
 from kubemedic.model.objects import parse_time
+from kubemedic.sim.cluster.controllers.conditions import (
+    condition,
+    get_condition,
+    remove_condition,
+    set_condition,
+)
 from kubemedic.sim.cluster.controllers.podtemplates import (
     TEMPLATE_HASH_LABEL,
     compute_hash,
     controller_ref,
 )
-from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Obj, clone
 
 __all__ = [
@@ -104,6 +109,11 @@ desired_annotation = functools.partial(_annotation_int, key=DESIRED_REPLICAS)
 
 def strategy(d: Mapping[str, Any]) -> str:
     return str(((d.get("spec") or {}).get("strategy") or {}).get("type") or "RollingUpdate")
+
+
+def active(rss: Iterable[Obj | None]) -> list[Obj]:
+    """``FilterActiveReplicaSets``: ReplicaSets with ``spec.replicas`` above zero."""
+    return [rs for rs in rss if rs is not None and replicas_of(rs) > 0]
 
 
 def creation_key(rs: Mapping[str, Any]) -> tuple[Any, str]:
@@ -391,48 +401,6 @@ def _fraction(rs: Obj, d: Mapping[str, Any]) -> int:
 
 
 # -- status ----------------------------------------------------------------------------------
-
-
-def condition(type_: str, status: str, reason: str, message: str, now: datetime) -> Obj:
-    stamp = rfc3339(now)
-    return {
-        "type": type_,
-        "status": status,
-        "lastUpdateTime": stamp,
-        "lastTransitionTime": stamp,
-        "reason": reason,
-        "message": message,
-    }
-
-
-def get_condition(status: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
-    for cond in status.get("conditions") or ():
-        if cond.get("type") == type_:
-            return dict(cond)
-    return None
-
-
-def set_condition(status: Obj, cond: Obj) -> None:
-    """``SetDeploymentCondition``: same status and reason is a no-op; same status keeps the
-    transition time; the condition moves to the end."""
-    current = get_condition(status, cond["type"])
-    if current is not None and (current["status"], current.get("reason")) == (
-        cond["status"],
-        cond.get("reason"),
-    ):
-        return
-    if current is not None and current["status"] == cond["status"]:
-        cond = {**cond, "lastTransitionTime": current.get("lastTransitionTime")}
-    remove_condition(status, cond["type"])
-    status.setdefault("conditions", []).append(cond)
-
-
-def remove_condition(status: Obj, type_: str) -> None:
-    kept = [c for c in status.get("conditions") or () if c.get("type") != type_]
-    if kept:
-        status["conditions"] = kept
-    else:
-        status.pop("conditions", None)
 
 
 def compact(status: Mapping[str, Any]) -> Obj:

@@ -41,8 +41,6 @@ from typing import Any
 
 from kubemedic.model import placement, resources
 from kubemedic.model.quantities import Quantity, parse_quantity
-from kubemedic.sim.apiserver.registry import subresources
-from kubemedic.sim.apiserver.registry.writing import WriteOptions
 from kubemedic.sim.cluster.infra.providers import CAPACITY, Flavor
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
@@ -203,13 +201,7 @@ class Autoscaler:
 
     def _scale_up(self, group: NodeGroup, count: int, helped: list[Obj]) -> None:
         new = min(group.target + count, group.max_size)
-        res = self.client.resource(API_VERSION, group.kind)
-        key = (group.namespace, group.name)
-        scale = subresources.scale_of(res, self.sim.server.writer.existing(res, key).obj)
-        scale["spec"]["replicas"] = new
-        subresources.write_scale(
-            self.sim.server.writer, res, key, scale, WriteOptions(manager=MANAGER)
-        )
+        self.client.scale(API_VERSION, group.kind, group.name, group.namespace, new)
         self.scale_ups += 1
         info = f"{group.id} {group.target}->{new} (max: {group.max_size})"
         self.recorder.event(

@@ -51,6 +51,7 @@ from kubemedic.sim.cluster.runtime.hosts import Hosts
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
 from kubemedic.sim.machinery import errors, selecting
 from kubemedic.sim.machinery.clock import rfc3339
+from kubemedic.sim.machinery.naming import GENERATED_NAME_ALPHABET
 from kubemedic.sim.machinery.objects import Change, Obj
 
 __all__ = ["API_VERSION", "ClusterAPI"]
@@ -64,7 +65,6 @@ HASH_LABEL = "machine-template-hash"
 REVISION = "machinedeployment.clusters.x-k8s.io/revision"
 MIN_SIZE = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
 DELETE_MACHINE = "cluster.x-k8s.io/delete-machine"
-_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String
 _IN_PLACE = ("nodeDrainTimeout", "nodeDeletionTimeout", "nodeVolumeDetachTimeout")
 
 Key = tuple[str, str]
@@ -242,7 +242,7 @@ class ClusterAPI:
         )
 
     def _suffix(self) -> str:
-        return "".join(self.sim.random.choice(_ALPHABET) for _ in range(5))
+        return "".join(self.sim.random.choice(GENERATED_NAME_ALPHABET) for _ in range(5))
 
     def _owned(self, store: str, owner: Obj) -> list[Obj]:
         uid = owner["metadata"].get("uid")

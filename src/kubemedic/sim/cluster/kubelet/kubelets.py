@@ -38,7 +38,7 @@ from kubemedic.sim.cluster.runtime.hosts import Host, Hosts
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
 from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.clock import rfc3339, rfc3339_micro
-from kubemedic.sim.machinery.objects import Change, Key, Obj, clone
+from kubemedic.sim.machinery.objects import Change, Key, Obj, clone, key_of
 
 __all__ = ["Kubelets"]
 
@@ -127,7 +127,7 @@ class Kubelets:
     def attach(self, sim: Simulation) -> None:
         self.sim = sim
         self.client = Client(sim.server, "kubelet")
-        sim.server.writer.stand_in_kubelet = False
+        sim.kubelets_attached()
         sim.watch("nodes", self._on_node)
         sim.watch("pods", self._on_pod)
         for node in sim.objects("nodes"):
@@ -162,7 +162,7 @@ class Kubelets:
             (p for p in pods
             if p is not None and (p.get("status") or {}).get("phase") == "Running"
             and getattr(mine.get(p["metadata"]["uid"]), "stage", "") != "restarting"),
-            key=_key,
+            key=key_of,
         )  # fmt: skip
 
     def sync(self) -> bool:
@@ -178,7 +178,7 @@ class Kubelets:
                     wrote |= self._reconcile(state, pod, waiting)
             for name, pods in waiting.items():  # HandlePodAdditions: oldest first
                 for pod in sorted(
-                    pods, key=lambda p: (p["metadata"]["creationTimestamp"], _key(p))
+                    pods, key=lambda p: (p["metadata"]["creationTimestamp"], key_of(p))
                 ):
                     wrote |= self._admit(self._nodes[name], pod)
         for state in [self._nodes[n] for n in sorted(self._status_dirty) if n in self._nodes]:
@@ -201,7 +201,7 @@ class Kubelets:
         if change.type != "DELETED":
             self._index(change.obj)
             return
-        key = _key(change.obj)
+        key = key_of(change.obj)
         node = self._pod_node.pop(key, None)
         self._dirty.discard(key)
         if node is not None:
@@ -211,7 +211,7 @@ class Kubelets:
 
     def _index(self, pod: Obj) -> None:
         if node := (pod.get("spec") or {}).get("nodeName"):  # set once, never changed
-            self._pod_node[key := _key(pod)] = node
+            self._pod_node[key := key_of(pod)] = node
             self._by_node.setdefault(node, set()).add(key)
             self._dirty.add(key)
 
@@ -291,14 +291,14 @@ class Kubelets:
                 self._schedule_start(state, mine, max(0.0, state.network_at - now))
             elif mine is not None and (rebooted or mine.timer is None):
                 mine.cancel()  # re-examined below, as the new process lists its pods
-            self._dirty.add(_key(pod))
+            self._dirty.add(key_of(pod))
         self._post_status(state, force=True)
         self._renew(state)
 
     def _startup_events(self, state: _Node) -> None:
         pressure = self._desired(state, self.sim.seconds())[: len(PRESSURES)]
         for reason, message in nodestatuses.startup_events(state.name, pressure):
-            state.recorder.event(_node_ref(state.name), "Normal", reason, message)
+            state.recorder.event(nodestatuses.node_ref(state.name), "Normal", reason, message)
 
     def _register(self, state: _Node, template: Obj, now: float) -> None:
         state.host_ip = nodestatuses.internal_ip(template) or state.host_ip
@@ -368,14 +368,14 @@ class Kubelets:
         self.client.patch("v1", "Node", state.name, patch, subresource="status")
         state.last_report = now
         for type_, reason, message in events:
-            state.recorder.event(_node_ref(state.name), type_, reason, message)
+            state.recorder.event(nodestatuses.node_ref(state.name), type_, reason, message)
         return True
 
     # pods -----------------------------------------------------------------------------------
 
     def _remember(self, state: _Node, pod: Obj, stage: str) -> _Pod:
         ip = str((pod.get("status") or {}).get("podIP") or "")
-        mine = _Pod(str(pod["metadata"]["uid"]), _key(pod), stage, ip=ip)
+        mine = _Pod(str(pod["metadata"]["uid"]), key_of(pod), stage, ip=ip)
         state.pods[mine.uid] = mine
         state.ips.add(mine.ip)
         return mine
@@ -545,7 +545,7 @@ class Kubelets:
     # writing --------------------------------------------------------------------------------
 
     def _stamp(self) -> str:
-        return self.sim.server.writer.now()
+        return self.sim.stamp()
 
     def _write(self, pod: Obj, **fields: Any) -> None:
         """A status patch (:func:`~kubemedic.sim.cluster.kubelet.podstatuses.status_patch` of
@@ -553,13 +553,13 @@ class Kubelets:
         self._patch_pod(pod, podstatuses.status_patch(pod, stamp=self._stamp(), **fields))
 
     def _patch_pod(self, pod: Obj, patch: Obj) -> None:
-        namespace, name = _key(pod)
+        namespace, name = key_of(pod)
         with _gone_is_fine():
             self.client.patch("v1", "Pod", name, patch, namespace=namespace, subresource="status")
 
     def _delete(self, pod: Obj) -> None:
         """The status manager's final delete: grace 0, only this incarnation (uid)."""
-        (namespace, name), uid = _key(pod), pod["metadata"]["uid"]
+        (namespace, name), uid = key_of(pod), pod["metadata"]["uid"]
         with _gone_is_fine():
             self.client.delete("v1", "Pod", name, namespace=namespace, grace_seconds=0, uid=uid)
 
@@ -584,16 +584,6 @@ def _gone_is_fine() -> Iterator[None]:
     except errors.StatusError as exc:
         if exc.code not in (404, 409):
             raise
-
-
-def _key(obj: Obj) -> Key:
-    meta = obj["metadata"]
-    return (str(meta.get("namespace") or ""), str(meta["name"]))
-
-
-def _node_ref(name: str) -> Obj:
-    """The kubelet's ``nodeRef``: kind Node with the node name as uid, no apiVersion."""
-    return {"kind": "Node", "metadata": {"name": name, "uid": name}}
 
 
 def _path(pod: Obj, container: Obj) -> str:

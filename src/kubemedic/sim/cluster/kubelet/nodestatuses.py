@@ -55,6 +55,7 @@ __all__ = [
     "lease",
     "network_not_ready",
     "node_info",
+    "node_ref",
     "pressure_condition",
     "ready_condition",
     "rebooted_message",
@@ -449,3 +450,9 @@ def status_message(node_name: str, event: str) -> str:
 
 def rebooted_message(node_name: str, boot_id: str) -> str:
     return f"Node {node_name} has been rebooted, boot id: {boot_id}"
+
+
+def node_ref(name: str) -> dict[str, Any]:
+    """The kubelet's ``involvedObject`` for a node: kind Node, the node's name as its uid, no
+    apiVersion or namespace."""
+    return {"kind": "Node", "metadata": {"name": name, "uid": name}}

@@ -45,6 +45,7 @@ from typing import Any
 
 from kubemedic.model.quantities import QuantityError, parse_quantity
 from kubemedic.sim.cluster.kubelet import evicting
+from kubemedic.sim.cluster.kubelet.nodestatuses import go_duration, node_ref
 from kubemedic.sim.cluster.runtime import usage as usage_model
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation, Timer
@@ -61,7 +62,7 @@ from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Change, Obj
 
-__all__ = ["MONITORING_INTERVAL", "NodePressure", "go_duration"]
+__all__ = ["MONITORING_INTERVAL", "NodePressure"]
 
 #: The eviction manager's monitoring interval (``evictionMonitoringPeriod``).
 MONITORING_INTERVAL = 10.0
@@ -76,15 +77,6 @@ ConditionSetter = Callable[[str, str, str, str, str], None]
 #: A container instance's owner: (namespace, pod name, pod uid, container name).
 Key = tuple[str, str, str, str]
 Stats = dict[tuple[str, str], dict[str, int]]
-
-
-def go_duration(seconds: float) -> str:
-    """``time.Duration.String()`` for whole seconds: ``10s``, ``1m20s``, ``5m0s``, ``1h0m0s``."""
-    hours, rest = divmod(round(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
 @dataclass
@@ -130,11 +122,6 @@ def _status_of(pod: Mapping[str, Any] | None, name: str) -> dict[str, Any] | Non
 def _container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     containers = (pod.get("spec") or {}).get("containers") or ()
     return next((c for c in containers if c.get("name") == name), {})
-
-
-def _node_ref(name: str) -> Obj:
-    """The kubelet's ``nodeRef``: kind Node, the node's name as its uid, no namespace."""
-    return {"kind": "Node", "metadata": {"name": name, "uid": name}}
 
 
 def _format_pod(pod: Mapping[str, Any]) -> str:
@@ -355,7 +342,7 @@ class NodePressure:
             return False
         self.oom_kills += 1
         message = f"System OOM encountered, victim process: {process}, pid: {pid}"
-        self._recorder(node).event(_node_ref(node), "Warning", "SystemOOM", message)
+        self._recorder(node).event(node_ref(node), "Warning", "SystemOOM", message)
         return True
 
     def _terminate(self, key: Key, *, reason: str) -> bool:
@@ -412,7 +399,9 @@ class NodePressure:
         self, pod: Obj, key: Key, status: dict[str, Any], terminated: Obj, seconds: float
     ) -> None:
         name, where = key[3], _format_pod(pod)
-        message = f"back-off {go_duration(seconds)} restarting failed container={name} pod={where}"
+        message = (
+            f"back-off {go_duration(round(seconds))} restarting failed container={name} pod={where}"
+        )
         waiting = {"reason": "CrashLoopBackOff", "message": message}
         if (status.get("state") or {}).get("waiting") != waiting:
             last = {"terminated": terminated}
@@ -497,7 +486,7 @@ class NodePressure:
         node_name = str(node["metadata"]["name"])
         recorder = self._recorder(node_name)
         message = "Attempting to reclaim memory"
-        recorder.event(_node_ref(node_name), "Warning", "EvictionThresholdMet", message)
+        recorder.event(node_ref(node_name), "Warning", "EvictionThresholdMet", message)
         pods = self._pods.get(node_name, {})
         candidates = [pods[k] for k in stats if k in pods and not evicting.is_critical(pods[k])]
 
@@ -548,7 +537,7 @@ class NodePressure:
             patch = {"status": {"conditions": [condition]}}
             self._client.patch("v1", "Node", name, patch, subresource="status")
             message = f"Node {name} status is now: NodeHas{short}Memory"
-            self._recorder(name).event(_node_ref(name), "Normal", f"NodeHas{short}Memory", message)
+            self._recorder(name).event(node_ref(name), "Normal", f"NodeHas{short}Memory", message)
 
     def _kubelets_setter(self) -> ConditionSetter | None:
         """``Kubelets.set_condition`` of the attached kubelets, found lazily (no import)."""

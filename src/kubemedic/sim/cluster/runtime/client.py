@@ -14,7 +14,7 @@ an invalid one. Objects returned are the stored ones: treat them as read-only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import orjson
@@ -24,7 +24,7 @@ from kubemedic.sim.apiserver.registry.writing import DeleteOptions, WriteOptions
 from kubemedic.sim.apiserver.server import ApiServer
 from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.apiresources import Resource
-from kubemedic.sim.machinery.objects import Obj
+from kubemedic.sim.machinery.objects import Key, Obj
 
 __all__ = ["Client", "PatchType"]
 
@@ -129,6 +129,27 @@ class Client:
         options = DeleteOptions(propagation=propagation, grace_seconds=grace_seconds, uid=uid)
         _, gone = self.server.writer.delete(res, key, options)
         return gone
+
+    def scale(self, api_version: str, kind: str, name: str, namespace: str, replicas: int) -> Obj:
+        """PUT the scale subresource with ``spec.replicas`` set, as ``kubectl scale`` does
+        (read, change, write: a 409 when someone wrote in between)."""
+        res = self.resource(api_version, kind)
+        key = (namespace if res.namespaced else "", name)
+        scale = subresources.scale_of(res, self.server.writer.existing(res, key).obj)
+        scale["spec"]["replicas"] = replicas
+        return subresources.write_scale(self.server.writer, res, key, scale, self._options())
+
+    def publish_computed(
+        self, store: str, objects: Mapping[Key, Obj], *, drop: Iterable[Key] = ()
+    ) -> None:
+        """Serve ``objects`` on reads of ``store`` without watch events, as an aggregated API
+        (metrics.k8s.io) serves what it computes; ``drop`` are keys no longer served."""
+        self.server.store.put_computed(store, dict(objects), drop=set(drop))
+
+    def before_read(self, store: str, hook: Callable[[], None]) -> None:
+        """Have ``hook`` run before each get or list of ``store``: an aggregated API computes
+        what it serves when someone reads it."""
+        self.server.read_hooks[store] = hook
 
     def bind(self, namespace: str, name: str, node: str) -> None:
         """POST pods/binding, as the scheduler binds a pod to a node."""

@@ -43,7 +43,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from kubemedic.sim.apiserver.server import ApiServer
 from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.clock import VirtualClock
-from kubemedic.sim.machinery.objects import Change, Obj
+from kubemedic.sim.machinery.objects import Change, Key, Obj
 
 __all__ = ["Component", "DelayedAdds", "Simulation", "Timer"]
 
@@ -309,6 +309,20 @@ class Simulation:
         """Stored objects of one store in key order (never mutate them)."""
         for _, entry in self.server.store.scan(store, namespace=namespace):
             yield entry.obj
+
+    def items(self, store: str) -> Iterator[tuple[Key, Obj]]:
+        """Stored objects of one store with their keys, in key order (never mutate them)."""
+        for key, entry in self.server.store.scan(store):
+            yield key, entry.obj
+
+    def stamp(self) -> str:
+        """The server's time as it writes it into objects (RFC 3339, whole seconds)."""
+        return self.server.writer.now()
+
+    def kubelets_attached(self) -> None:
+        """Real kubelets run from now on: the server stops standing in for them (it no longer
+        finishes deleting pods of nodes nobody runs)."""
+        self.server.writer.stand_in_kubelet = False
 
     def count(self, store: str) -> int:
         return self.server.store.count(store)

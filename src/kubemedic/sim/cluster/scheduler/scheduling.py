@@ -33,7 +33,7 @@ to more than the node count, whereas 1.32 stops at a node's first failing filter
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubemedic.sim.cluster.runtime.client import Client
@@ -42,11 +42,12 @@ from kubemedic.sim.cluster.runtime.recording import SeriesRecorder
 from kubemedic.sim.cluster.scheduler import filtering, framework
 from kubemedic.sim.cluster.scheduler import unschedulable as fit
 from kubemedic.sim.cluster.scheduler.filtering import NodeInfo, PodInfo
+from kubemedic.sim.cluster.scheduler.nodetree import feasible_nodes_to_find, node_tree_order
 from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Change, Obj
 
-__all__ = ["Scheduler", "feasible_nodes_to_find", "node_tree_order"]
+__all__ = ["Scheduler"]
 
 _TERMINAL = ("Succeeded", "Failed")
 _STATIC_PLUGINS = frozenset(("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"))
@@ -576,27 +577,3 @@ class Scheduler:
                 self._nominate(other.uid, "", None)
                 clear = {"status": {"nominatedNodeName": None}}
                 self._patch_status(other.namespace, other.name, clear)
-
-
-def node_tree_order(nodes: Iterable[NodeInfo]) -> list[NodeInfo]:
-    """The order the scheduler's node tree lists nodes in: one node of each zone (region and
-    ``topology.kubernetes.io/zone``) in turn, zones in the order they were first seen."""
-    zones: dict[tuple[str, str], list[NodeInfo]] = {}
-    for info in nodes:
-        labels = info.labels
-        key = (labels.get("topology.kubernetes.io/region", ""), labels.get(_ZONE, ""))
-        zones.setdefault(key, []).append(info)
-    lists = list(zones.values())
-    order: list[NodeInfo] = []
-    for i in range(max((len(x) for x in lists), default=0)):
-        order.extend(x[i] for x in lists if i < len(x))
-    return order
-
-
-def feasible_nodes_to_find(count: int, percentage: int = 0) -> int:
-    """``numFeasibleNodesToFind``: every node below 100, else ``percentage`` of them (0: the
-    adaptive 50% - N/125, at least 5%), at least 100."""
-    if count < 100:
-        return count
-    percentage = percentage or max(5, 50 - count // 125)
-    return max(100, count * percentage // 100)

@@ -416,7 +416,7 @@ def _run_child(mode: str, count: int) -> dict[str, Any]:
 
 async def serve(pods: int, changes: int) -> None:
     """The emulator child: serve ``pods`` pods; on ``go`` (stdin), rewrite statuses."""
-    from kubemedic.sim.apiserver.server import ApiServer
+    from kubemedic.sim.apiserver import ApiServer
 
     server = ApiServer(history=changes + pods + 1000, seed=1)
     server.load(make_pod(i, pods) for i in range(pods))
@@ -465,7 +465,7 @@ async def reflector_rates(pods: int, changes: int) -> dict[str, float]:
 
     from kubemedic.kube.api import Api, Kind
     from kubemedic.kube.reflector import Reflector
-    from kubemedic.sim.apiserver.server import kubeconfig
+    from kubemedic.sim.apiserver import kubeconfig
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)])}
     args = ["--serve", "--serve-pods", str(pods), "--changes", str(changes)]

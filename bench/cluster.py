@@ -171,7 +171,7 @@ def measure(
 def bare_engine(objects: list[dict[str, Any]], *, start: Any, seconds: float) -> Period:
     """The same objects in an API server whose engine has no component: stepped once per
     second of cluster time (the engine would otherwise jump straight to the end)."""
-    from kubemedic.sim.cluster.runtime.engine import Simulation
+    from kubemedic.sim.cluster import Simulation
 
     sim = Simulation(start=start)
     sim.server.load(objects, defaulted=True)
@@ -190,7 +190,7 @@ def bare_engine(objects: list[dict[str, Any]], *, start: Any, seconds: float) ->
 
 def disturb(cluster: Any, *, fail: float, scale: int) -> tuple[list[str], dict[str, int]]:
     """Stop the kubelets of a share of the nodes and scale some Deployments."""
-    from kubemedic.sim.cluster.runtime.client import Client
+    from kubemedic.sim.cluster import Client
 
     sim = cluster.sim
     rng = sim.random
@@ -269,17 +269,17 @@ def main(argv: list[str] | None = None) -> int:
         args.nodes, args.pods = 50, 500
 
     sys.path[:0] = [str(SRC)]
-    from kubemedic.sim.cluster import assembly as clusters
-    from kubemedic.sim.scenarios import generating
+    from kubemedic.sim.cluster import build
+    from kubemedic.sim.scenarios import Layout, generate
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(
         f"machine: {platform.system()} {platform.machine()}, {cpus} CPUs, "
         f"Python {platform.python_version()}"
     )
-    layout = generating.Layout(nodes=args.nodes, pods=args.pods, seed=args.seed)
+    layout = Layout(nodes=args.nodes, pods=args.pods, seed=args.seed)
     mark = time.perf_counter()
-    generated = generating.generate(layout)
+    generated = generate(layout)
     print(
         f"generated {generated.nodes} nodes, {generated.pods} pods, {generated.deployments} "
         f"Deployments, {generated.daemonsets} DaemonSets ({len(generated.objects)} objects) in "
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
 
     mark = time.perf_counter()
-    cluster = clusters.build(start=layout.now, seed=args.seed)
+    cluster = build(start=layout.now, seed=args.seed)
     built = time.perf_counter() - mark
     mark = time.perf_counter()
     # The generator's objects are already in stored form: no per-object defaulting needed.

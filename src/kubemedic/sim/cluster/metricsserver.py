@@ -46,6 +46,7 @@ from kubemedic.sim.cluster.runtime.usage import (
     started_at,
     system_usage,
 )
+from kubemedic.sim.machinery import managers
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Key, Obj
 
@@ -54,7 +55,7 @@ __all__ = ["RESOLUTION", "MetricsServer", "binary_quantity", "nano_quantity"]
 #: ``--metric-resolution`` default (seconds).
 RESOLUTION = 15.0
 API_VERSION = "metrics.k8s.io/v1beta1"
-MANAGER = "metrics-server"
+MANAGER = managers.METRICS_SERVER
 NODES = "nodes.metrics.k8s.io"
 PODS = "pods.metrics.k8s.io"
 

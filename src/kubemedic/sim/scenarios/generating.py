@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubemedic.model.quantities import parse_quantity
+from kubemedic.sim.machinery import managers
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.naming import GENERATED_NAME_ALPHABET
 from kubemedic.sim.scenarios.nodebuilding import KUBELET_VERSION, node, update_entry
@@ -575,10 +576,10 @@ def _pod_managed(created: datetime) -> list[Obj]:
     status: Obj = {key: {} for key in fields}
     return [
         update_entry(
-            "kube-controller-manager", {"f:metadata": meta, "f:spec": spec}, rfc3339(created)
+            managers.KUBE_CONTROLLER_MANAGER, {"f:metadata": meta, "f:spec": spec}, rfc3339(created)
         ),
         update_entry(
-            "kubelet",
+            managers.KUBELET,
             {"f:status": status},
             rfc3339(created + timedelta(seconds=30)),
             subresource="status",

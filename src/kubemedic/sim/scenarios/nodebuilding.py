@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from kubemedic.model.quantities import parse_quantity
+from kubemedic.sim.machinery import managers
 from kubemedic.sim.machinery.clock import rfc3339
 
 __all__ = ["KUBELET_VERSION", "node", "update_entry"]
@@ -183,7 +184,7 @@ def _node_managed(labels: Mapping[str, str], created: datetime) -> list[Obj]:
         "f:spec": {"f:podCIDR": {}, "f:podCIDRs": {".": {}}},
     }
     return [
-        update_entry("kubelet", {"f:metadata": meta}, at),
-        update_entry("kube-controller-manager", controller, at),
-        update_entry("kubelet", {"f:status": status}, at, subresource="status"),
+        update_entry(managers.KUBELET, {"f:metadata": meta}, at),
+        update_entry(managers.KUBE_CONTROLLER_MANAGER, controller, at),
+        update_entry(managers.KUBELET, {"f:status": status}, at, subresource="status"),
     ]

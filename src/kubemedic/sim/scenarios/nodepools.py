@@ -41,7 +41,7 @@ from typing import Any
 
 from kubemedic.sim.cluster.assembly import Cluster
 from kubemedic.sim.cluster.runtime.client import Client
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.objects import Change, Obj
 from kubemedic.sim.scenarios import generating
 from kubemedic.sim.scenarios.spec import NodePool, ScalePool, Scenario
@@ -205,7 +205,7 @@ class NodePools:
             return
         if self.cluster.clusterapi is None:
             raise RuntimeError("clusterapi pools need the cluster's clusterapi component")
-        client = self._client("kubectl")
+        client = self._client(managers.KUBECTL)
         expected = 0
         for state in pools:
             for md in self._machine_deployments(state):
@@ -376,7 +376,7 @@ class NodePools:
             self.cluster.kubelets.register(body)
         else:
             # No kubelets in this cluster: the Node appears once the machine has booted.
-            self.sim.after(host.boot_seconds, _bind_create(self._client("kubelet"), body))
+            self.sim.after(host.boot_seconds, _bind_create(self._client(managers.KUBELET), body))
 
     # startup taints and conditions -------------------------------------------------------------
 
@@ -397,7 +397,7 @@ class NodePools:
             reason, message = _CONDITION_SET[type_]
             conditions.append(_condition(type_, "True", reason, message, now))
         try:
-            self._client("kubelet").patch(
+            self._client(managers.KUBELET).patch(
                 "v1", "Node", name, {"status": {"conditions": conditions}}, subresource="status"
             )
         except errors.StatusError as exc:

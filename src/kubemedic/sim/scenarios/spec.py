@@ -102,6 +102,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from pydantic.alias_generators import to_camel
 
 from kubemedic.model.quantities import QuantityError, parse_quantity
+from kubemedic.sim.machinery import managers
 from kubemedic.sim.machinery.apiresources import RESOURCES
 
 __all__ = [
@@ -234,7 +235,7 @@ class StartupTaint(Taint):
     ``RouteCreated``, and the node lifecycle controller lifts the taint)."""
 
     clear_after: DurationRange | None = None
-    manager: str = "kube-controller-manager"
+    manager: str = managers.KUBE_CONTROLLER_MANAGER
 
 
 class Autoscaling(_Model):
@@ -279,7 +280,7 @@ class ClusterSettings(_Model):
 
 
 class ObjectGroup(_Model):
-    manager: str = "kubectl"
+    manager: str = managers.KUBECTL
     operation: Literal["Apply", "Update"] = "Apply"
     manifests: list[Manifest] = Field(min_length=1)
 
@@ -316,14 +317,14 @@ class _Action(_Model):
 class Apply(_Action):
     action: Literal["apply"]
     manifests: list[Manifest] = Field(min_length=1)
-    manager: str = "kubectl"
+    manager: str = managers.KUBECTL
     force: bool = True
 
 
 class Create(_Action):
     action: Literal["create"]
     manifests: list[Manifest] = Field(min_length=1)
-    manager: str = "kubectl-create"
+    manager: str = managers.KUBECTL_CREATE
 
 
 class Patch(_Action):
@@ -331,7 +332,7 @@ class Patch(_Action):
     target: Target
     patch: Any
     patch_type: Literal["strategic", "merge", "json"] = "strategic"
-    manager: str = "kubectl-patch"
+    manager: str = managers.KUBECTL_PATCH
     subresource: str = ""
 
 
@@ -339,7 +340,7 @@ class Edit(_Action):
     action: Literal["edit"]
     target: Target
     patch: dict[str, Any]
-    manager: str = "kubectl-edit"
+    manager: str = managers.KUBECTL_EDIT
 
 
 class Delete(_Action):
@@ -347,7 +348,7 @@ class Delete(_Action):
     target: Target
     grace_period_seconds: int | None = Field(default=None, ge=0)
     propagation_policy: Literal["Foreground", "Background", "Orphan"] | None = None
-    manager: str = "kubectl"
+    manager: str = managers.KUBECTL
 
 
 FaultKind = Literal[
@@ -380,14 +381,14 @@ class ScalePool(_Action):
     replicas: int | None = Field(default=None, ge=0)
     add: int | None = Field(default=None, ge=1)
     over: Duration = 0.0
-    manager: str = "cluster-autoscaler"
+    manager: str = managers.CLUSTER_AUTOSCALER
 
 
 class Untaint(_Action):
     action: Literal["untaint"]
     nodes: NodeSelection
     key: str
-    manager: str = "kubectl-taint"
+    manager: str = managers.KUBECTL_TAINT
 
 
 class Mark(_Action):

@@ -40,7 +40,7 @@ from typing import Any
 from kubemedic.sim.cluster.assembly import Cluster, build
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.scenarios import hostfaults, nodepools
 from kubemedic.sim.scenarios.spec import (
     Apply,
@@ -327,7 +327,7 @@ class ScenarioRun:
         return client
 
     def _namespace(self, target: Target) -> str:
-        res = self._client("kubectl").resource(_api_version(target), target.kind)
+        res = self._client(managers.KUBECTL).resource(_api_version(target), target.kind)
         return (target.namespace or "default") if res.namespaced else ""
 
     def _ensure_namespace(self, manifest: Mapping[str, Any], manager: str) -> str:

@@ -29,7 +29,7 @@ from typing import Any, Final, TypeAlias
 
 from kubemedic.model.fieldpaths import FieldPath, PathElement
 from kubemedic.sim.apiserver.fields import fieldmanaging, fieldsets
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.definitions import SchemaNode
 
 __all__ = [
@@ -95,7 +95,7 @@ def apply(
     except fieldmanaging.Conflicts as err:
         remaining = err.conflicts
         allowed = _allowed_by_last_applied(live_obj, schema, api_version)
-        if manager == "kubectl" and allowed is not None:
+        if manager == managers.KUBECTL and allowed is not None:
             remaining = {i: set(p) - allowed for i, p in remaining.items() if set(p) - allowed}
             if not remaining:
                 result, managed = context.run(managed, force=True)
@@ -105,7 +105,11 @@ def apply(
     if not isinstance(meta, dict):
         meta = result["metadata"] = {}
     annotations = meta.get("annotations")
-    if manager == "kubectl" and isinstance(annotations, dict) and annotations.get(LAST_APPLIED):
+    if (
+        manager == managers.KUBECTL
+        and isinstance(annotations, dict)
+        and annotations.get(LAST_APPLIED)
+    ):
         annotations[LAST_APPLIED] = _last_applied(applied)
     meta.pop("managedFields", None)
     if managed:
@@ -132,7 +136,7 @@ class _Applying:
         version = str(applied.get("apiVersion"))
         if not managed:  # skipNonApplied: what exists was set before the first apply
             first = fieldmanaging.Identity.of(
-                "before-first-apply", "Update", version, writer.subresource
+                managers.BEFORE_FIRST_APPLY, "Update", version, writer.subresource
             )
             group, kind = version.rpartition("/")[0], str(applied.get("kind") or "")
             zero = fieldsets.typed_zero(group=group, kind=kind, schema=schema)

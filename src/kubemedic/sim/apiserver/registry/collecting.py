@@ -31,7 +31,7 @@ from typing import Any
 
 from kubemedic.model.objects import parse_time
 from kubemedic.sim.apiserver.registry.writing import DeleteOptions, WriteOptions, Writer
-from kubemedic.sim.machinery import selecting
+from kubemedic.sim.machinery import managers, selecting
 from kubemedic.sim.machinery.apiresources import Registry, Resource
 from kubemedic.sim.machinery.objects import Change, Key, Obj, clone
 
@@ -39,7 +39,7 @@ Ref = tuple[str, Key]  # (store name, key)
 
 _FOREGROUND = "foregroundDeletion"
 _ORPHAN = "orphan"
-_CONTROLLER_MANAGER = "kube-controller-manager"
+_CONTROLLER_MANAGER = managers.KUBE_CONTROLLER_MANAGER
 
 
 class Collector:

@@ -51,13 +51,13 @@ from kubemedic.sim.cluster.controllers.taintevicting import TaintEvictionControl
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation, Timer
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Change, Obj, clone
 
 __all__ = ["NodeLifecycleController", "zone_key"]
 
-MANAGER = "kube-controller-manager"
+MANAGER = managers.KUBE_CONTROLLER_MANAGER
 LEASES = "leases.coordination.k8s.io"
 LEASE_NAMESPACE = "kube-node-lease"
 NOT_READY = "node.kubernetes.io/not-ready"

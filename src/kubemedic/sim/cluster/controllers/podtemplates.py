@@ -39,7 +39,7 @@ from kubemedic.model import placement
 from kubemedic.model.objects import parse_time
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.naming import GENERATED_NAME_ALPHABET
 from kubemedic.sim.machinery.objects import Change, Key, Obj, clone
 
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: The field manager (user agent) of every controller in kube-controller-manager.
-CONTROLLER_MANAGER = "kube-controller-manager"
+CONTROLLER_MANAGER = managers.KUBE_CONTROLLER_MANAGER
 #: ``apps.DefaultDeploymentUniqueLabelKey``.
 TEMPLATE_HASH_LABEL = "pod-template-hash"
 

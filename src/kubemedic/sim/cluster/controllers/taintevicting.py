@@ -33,13 +33,13 @@ from kubemedic.model.placement import tolerates
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation, Timer
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Change
 
 __all__ = ["TaintEvictionController", "matching_tolerations", "min_toleration_seconds"]
 
-MANAGER = "kube-controller-manager"
+MANAGER = managers.KUBE_CONTROLLER_MANAGER
 COMPONENT = "taint-eviction-controller"
 
 PodKey = tuple[str, str]

@@ -45,13 +45,13 @@ from kubemedic.sim.cluster.infra.providers import CAPACITY, Flavor
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Change, Obj
 
 __all__ = ["MAX_SIZE", "MIN_SIZE", "Autoscaler", "NodeGroup"]
 
-MANAGER = "cluster-autoscaler"
+MANAGER = managers.CLUSTER_AUTOSCALER
 MIN_SIZE = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
 MAX_SIZE = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
 API_VERSION = "cluster.x-k8s.io/v1beta1"

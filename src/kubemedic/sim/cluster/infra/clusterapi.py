@@ -49,7 +49,7 @@ from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.hosts import Hosts
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
-from kubemedic.sim.machinery import errors, selecting
+from kubemedic.sim.machinery import errors, managers, selecting
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.naming import GENERATED_NAME_ALPHABET
 from kubemedic.sim.machinery.objects import Change, Obj
@@ -120,9 +120,9 @@ class ClusterAPI:
         self.sim = sim
         self.infrastructure = sim.find(Infrastructure) or sim.add(self.infrastructure)
         self.infrastructure.listeners.append(self._vm_changed)
-        self.client = Client(sim.server, "manager")
-        self.md_apply = Client(sim.server, "capi-machinedeployment")
-        self.ms_apply = Client(sim.server, "capi-machineset")
+        self.client = Client(sim.server, managers.CAPI_MANAGER)
+        self.md_apply = Client(sim.server, managers.CAPI_MACHINEDEPLOYMENT)
+        self.ms_apply = Client(sim.server, managers.CAPI_MACHINESET)
         self.md_events, self.ms_events = (
             EventRecorder(sim, component=f"{kind}-controller", manager="manager")
             for kind in ("machinedeployment", "machineset")

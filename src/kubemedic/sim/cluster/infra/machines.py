@@ -43,7 +43,7 @@ from kubemedic.sim.cluster.infra.providers import UNINITIALIZED_TAINT, Infrastru
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Obj
 
@@ -149,7 +149,7 @@ class MachineController:
         self.wake = wake
         self.bootstrap_seconds = bootstrap_seconds
         self.drain_retry_seconds = drain_retry_seconds
-        self.client = Client(sim.server, "manager")
+        self.client = Client(sim.server, managers.CAPI_MANAGER)
         self.events = EventRecorder(sim, component="machine-controller", manager="manager")
         self.wrote = False
 

@@ -43,7 +43,7 @@ from typing import Any, Protocol, runtime_checkable
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.hosts import Host, Hosts
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.objects import Change, Obj
 
 __all__ = ["ACTION_ANNOTATION", "VM", "Flavor", "Infrastructure", "NodeRegistrar"]
@@ -154,7 +154,7 @@ class Infrastructure:
 
     def attach(self, sim: Simulation) -> None:
         self.sim = sim
-        self.client = Client(sim.server, "infrastructure-provider")
+        self.client = Client(sim.server, managers.INFRASTRUCTURE_PROVIDER)
         sim.watch(MACHINES, self._annotated)
         sim.watch("nodes", self._annotated)
 

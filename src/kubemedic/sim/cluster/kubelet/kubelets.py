@@ -36,7 +36,7 @@ from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation, Timer
 from kubemedic.sim.cluster.runtime.hosts import Host, Hosts
 from kubemedic.sim.cluster.runtime.recording import EventRecorder
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.clock import rfc3339, rfc3339_micro
 from kubemedic.sim.machinery.objects import Change, Key, Obj, clone, key_of
 
@@ -126,7 +126,7 @@ class Kubelets:
 
     def attach(self, sim: Simulation) -> None:
         self.sim = sim
-        self.client = Client(sim.server, "kubelet")
+        self.client = Client(sim.server, managers.KUBELET)
         sim.kubelets_attached()
         sim.watch("nodes", self._on_node)
         sim.watch("pods", self._on_pod)
@@ -244,7 +244,9 @@ class Kubelets:
 
     def _new_state(self, name: str) -> _Node:
         host = self.hosts.get(name)
-        recorder = EventRecorder(self.sim, component="kubelet", host=name, manager="kubelet")
+        recorder = EventRecorder(
+            self.sim, component=managers.KUBELET, host=name, manager=managers.KUBELET
+        )
         index = max((n.index for n in self._nodes.values()), default=-1) + 1
         state = _Node(name, host, index, recorder)
         state.host_ip = f"10.0.{state.index // 250}.{state.index % 250 + 4}"

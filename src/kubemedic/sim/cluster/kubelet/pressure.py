@@ -58,7 +58,7 @@ from kubemedic.sim.cluster.runtime.usage import (
     started_at,
     system_usage,
 )
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Change, Obj
 
@@ -174,7 +174,7 @@ class NodePressure:
 
     def attach(self, sim: Simulation) -> None:
         self.sim = sim
-        self._client = Client(sim.server, "kubelet")
+        self._client = Client(sim.server, managers.KUBELET)
         if sim.find(UsageModel) is None:
             self.usage.attach(sim)
         for node in sim.objects("nodes"):
@@ -552,7 +552,9 @@ class NodePressure:
     def _recorder(self, node: str) -> EventRecorder:
         recorder = self._recorders.get(node)
         if recorder is None:
-            recorder = EventRecorder(self.sim, component="kubelet", host=node, manager="kubelet")
+            recorder = EventRecorder(
+                self.sim, component="kubelet", host=node, manager=managers.KUBELET
+            )
             self._recorders[node] = recorder
         return recorder
 

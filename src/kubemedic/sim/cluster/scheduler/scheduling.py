@@ -43,7 +43,7 @@ from kubemedic.sim.cluster.scheduler import filtering, framework
 from kubemedic.sim.cluster.scheduler import unschedulable as fit
 from kubemedic.sim.cluster.scheduler.filtering import NodeInfo, PodInfo
 from kubemedic.sim.cluster.scheduler.nodetree import feasible_nodes_to_find, node_tree_order
-from kubemedic.sim.machinery import errors
+from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.machinery.clock import rfc3339
 from kubemedic.sim.machinery.objects import Change, Obj
 
@@ -67,7 +67,7 @@ class Scheduler:
     defaults (``--pod-initial-backoff-seconds`` 1, ``--pod-max-backoff-seconds`` 10, 5 minutes).
     """
 
-    name = "kube-scheduler"
+    name = managers.KUBE_SCHEDULER
 
     def __init__(
         self,
@@ -114,7 +114,7 @@ class Scheduler:
 
     def attach(self, sim: Simulation) -> None:
         self.sim = sim
-        self.client = Client(sim.server, "kube-scheduler")
+        self.client = Client(sim.server, managers.KUBE_SCHEDULER)
         self.recorder = SeriesRecorder(
             sim,
             controller=self.scheduler_name,

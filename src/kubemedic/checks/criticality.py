@@ -31,13 +31,23 @@ to is ``kubemedic.model.owners``.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubemedic.model import objects
 from kubemedic.model.objects import Body
+from kubemedic.model.selectors import (
+    DOUBLE_EQUALS,
+    EQUALS,
+    EXISTS,
+    GREATER_THAN,
+    IN,
+    LESS_THAN,
+    LabelSelector,
+    Requirement,
+    SelectorError,
+)
 from kubemedic.model.view import ClusterView
 
 __all__ = [
@@ -120,72 +130,29 @@ class Criticality:
 
 # -- label selectors --------------------------------------------------------------------------
 
-_KEY = r"[A-Za-z0-9][A-Za-z0-9._/-]*"
-_VALUE = r"[A-Za-z0-9._-]*"
-_REQUIREMENT = re.compile(
-    rf"\s*(?:(?P<absent>!)\s*(?P<akey>{_KEY})"
-    rf"|(?P<key>{_KEY})\s*(?:(?P<op>==|!=|=)\s*(?P<value>{_VALUE})"
-    rf"|\s+(?P<setop>in|notin)\s*\((?P<values>[^()]*)\))?)\s*"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Requirement:
-    key: str
-    op: str  # "in", "notin", "exists", "!exists"
-    values: frozenset[str]
-
-    def matches(self, labels: Mapping[str, Any]) -> bool:
-        present = self.key in labels
-        value = labels.get(self.key)
-        if self.op == "exists":
-            return present
-        if self.op == "!exists":
-            return not present
-        if not isinstance(value, str):  # a damaged label value matches no listed value
-            value = None
-        if self.op == "in":
-            return present and value in self.values
-        return not present or value not in self.values
-
-
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    parts.append(text[start:])
-    return parts
-
 
 @functools.lru_cache(maxsize=256)
-def parse_selector(text: str) -> tuple[_Requirement, ...]:
-    """Parse a label selector string; raises ``ValueError`` naming the selector and the part."""
-    requirements = []
-    for part in _split_top_level(text):
-        match = _REQUIREMENT.fullmatch(part)
-        if match is None or not part.strip():
-            raise ValueError(f"invalid label selector {text!r}: cannot read {part.strip()!r}")
-        if match["absent"]:
-            requirements.append(_Requirement(match["akey"], "!exists", frozenset()))
-        elif match["op"]:
-            op = "notin" if match["op"] == "!=" else "in"
-            requirements.append(_Requirement(match["key"], op, frozenset({match["value"]})))
-        elif match["setop"]:
-            values = frozenset(v.strip() for v in match["values"].split(",") if v.strip())
-            requirements.append(_Requirement(match["key"], match["setop"], values))
-        else:
-            requirements.append(_Requirement(match["key"], "exists", frozenset()))
-    return tuple(requirements)
+def parse_selector(text: str) -> tuple[Requirement, ...]:
+    """A role's label selector, read by the one parser (:mod:`kubemedic.model.selectors`).
+    Raises ``ValueError`` naming the selector: one the API server would refuse, or an empty one
+    (it would make every pod critical)."""
+    if not text.strip():
+        raise ValueError(f"invalid label selector {text!r}: empty (it would match every pod)")
+    try:
+        return LabelSelector.parse(text).requirements
+    except SelectorError as error:
+        raise ValueError(f"invalid label selector {text!r}: {error.message}") from None
+
+
+#: Operators a label must be present to satisfy.
+_PRESENT = frozenset({IN, EQUALS, DOUBLE_EQUALS, EXISTS, GREATER_THAN, LESS_THAN})
 
 
 @functools.lru_cache(maxsize=1024)
 def _required_keys(selector: str) -> frozenset[str]:
     """Labels a pod must carry to match at all: a cheap first test for the many pods that match
     no role (a scan asks this of every pod, for every role, in several checks)."""
-    return frozenset(r.key for r in parse_selector(selector) if r.op in ("in", "exists"))
+    return frozenset(r.key for r in parse_selector(selector) if r.operator in _PRESENT)
 
 
 def _matched_labels(selector: str, labels: Mapping[str, Any]) -> str | None:

@@ -200,14 +200,6 @@ def test_set_selector_of_a_service_matches_every_pair_and_empty_selects_everythi
     assert LabelSelector.from_set({}).matches({}) and LabelSelector.from_set(None).empty
 
 
-def test_requirement_constructor_rejects_exact_match_without_one_value():
-    message = bad_request(Requirement.new, "a", "=", ["x", "y"])
-    assert message == (
-        'values: Invalid value: []string{"x", "y"}: exact-match compatibility requires one '
-        "single value"
-    )
-
-
 # ---------------------------------------------------------------- field selectors
 
 

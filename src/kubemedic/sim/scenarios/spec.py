@@ -102,6 +102,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from pydantic.alias_generators import to_camel
 
 from kubemedic.model.quantities import QuantityError, parse_quantity
+from kubemedic.model.selectors import DOUBLE_EQUALS, EQUALS, LabelSelector, SelectorError
 from kubemedic.sim.machinery import managers
 from kubemedic.sim.machinery.apiresources import RESOURCES
 
@@ -433,14 +434,16 @@ def default_api_version(kind: str) -> str:
 
 
 def _parse_selector(text: str) -> dict[str, str]:
-    """``k=v,k2=v2`` (equality only)."""
+    """``k=v,k2=v2``: equalities only, read by the one label-selector parser."""
+    try:
+        parsed = LabelSelector.parse(text)
+    except SelectorError as error:
+        raise ValueError(error.message) from None
     out: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = part.partition("=")
-        key = key.rstrip("=!")
-        if not sep or not key:
-            raise ValueError(f"{part!r} is not key=value")
-        out[key] = value.lstrip("=")
+    for requirement in parsed.requirements:
+        if requirement.operator not in (EQUALS, DOUBLE_EQUALS):
+            raise ValueError(f"{str(requirement)!r} is not key=value")
+        out[requirement.key] = requirement.values[0]
     return out
 
 

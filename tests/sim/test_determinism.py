@@ -13,10 +13,11 @@ from kubemedic.sim.scenarios import timeline
 _DIGEST = """
 import hashlib, orjson, sys
 from datetime import timedelta
-from kubemedic.sim import scenarios, snapshotting, timeline
-run = timeline.ScenarioRun(scenarios.load("gitops-nodename-storm"), until=timedelta(minutes=6))
+from kubemedic.sim.apiserver import snapshot
+from kubemedic.sim.scenarios import ScenarioRun, load
+run = ScenarioRun(load("gitops-nodename-storm"), until=timedelta(minutes=6))
 run.run()
-body = orjson.dumps(snapshotting.snapshot(run.sim.server), option=orjson.OPT_SORT_KEYS)
+body = orjson.dumps(snapshot(run.sim.server), option=orjson.OPT_SORT_KEYS)
 print(hashlib.sha256(body).hexdigest(), run.sim.count("pods"))
 """
 

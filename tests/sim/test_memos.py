@@ -20,12 +20,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubemedic.model import names
 from kubemedic.sim.apiserver.fields import fieldentries, fieldmanaging, fieldsets, fieldtrees
 from kubemedic.sim.apiserver.patches import patching, strategic
 from kubemedic.sim.apiserver.registry import decoding, defaulting, validating, validating_pods
 from kubemedic.sim.apiserver.registry.writing import WriteOptions
 from kubemedic.sim.apiserver.server import ApiServer
 from kubemedic.sim.machinery import errors, naming
+from kubemedic.sim.machinery import objects as sim_objects
 from kubemedic.sim.machinery.clock import VirtualClock, http_date, rfc3339
 from kubemedic.sim.machinery.definitions import SchemaNode, definitions
 from tests.sim.arbitrary import (
@@ -56,7 +58,7 @@ def forget_everything() -> None:
         decoding._PLANS,
         validating_pods._MEMO,
         defaulting._DEFAULTED,
-        naming._COMPILED,
+        names._COMPILED,
     ):
         table.clear()
     for cached in (
@@ -66,11 +68,11 @@ def forget_everything() -> None:
         fieldentries._identity,
         naming._string_labels,
         naming._label,
-        naming._qualified_name,
-        naming._dns1123_label,
-        naming._dns1123_subdomain,
-        naming._dns1035_label,
-        naming._label_value,
+        names._qualified_name,
+        names._dns1123_label,
+        names._dns1123_subdomain,
+        names._dns1035_label,
+        names._label_value,
     ):
         cached.cache_clear()
 
@@ -139,7 +141,9 @@ def test_strategic_merge_copies_only_what_it_may_change(data: st.DataObject, kin
     patch = data.draw(strategic_patches(original))
     before = copy.deepcopy(original)
     expected = _outcome(
-        lambda: strategic._merge_map(patching._clone(original), patching._clone(patch), schema)
+        lambda: strategic._merge_map(
+            sim_objects._clone(original), sim_objects._clone(patch), schema
+        )
     )
     got = _outcome(lambda: patching.strategic_merge_patch(original, patch, schema))
     assert orjson.dumps(got) == orjson.dumps(expected)
@@ -152,8 +156,8 @@ def test_strategic_merge_copies_only_what_it_may_change(data: st.DataObject, kin
     ids=["json", "tuple", "nan", "huge", "int-key"],
 )
 def test_a_clone_is_the_plain_deep_copy(value: Any) -> None:
-    copied = patching.clone(value)
-    reference = patching._clone(value)
+    copied = sim_objects.clone(value)
+    reference = sim_objects._clone(value)
     assert copied is not value
     assert repr(copied) == repr(reference)
 

@@ -381,3 +381,10 @@ def load_yaml_or_json(body: bytes) -> Any:
         return yaml.safe_load(body.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+
+
+def decoded(body: Any) -> Any:
+    """``body`` as decoding its JSON would give it: a deep copy in which tuples are lists (a
+    JSON round trip; bodies components build in Python reach the registry as the server would
+    read them off the wire)."""
+    return orjson.loads(orjson.dumps(body))

@@ -139,7 +139,7 @@ class Writer:
             obj, schema, raw=opts.raw if opts.field_validation != "Ignore" else None
         ):
             return obj
-        obj = clone(body)  # pruning below changes the copy in place, the kept list too
+        obj = decoding.decoded(body)  # pruning below changes the copy in place, the kept list too
         if opts.field_validation != "Ignore":
             problems = decoding.unknown_fields(obj, schema, raw=opts.raw)
             if problems and opts.field_validation == "Strict":
@@ -555,14 +555,15 @@ class Writer:
 
 
 def _copy_keeping(body: Obj, managed: object) -> Obj:
-    """:func:`clone` of ``body``, but for its ``metadata.managedFields`` if that is ``managed``
-    (a patch that leaves them as stored: they are compared, never changed, on the way)."""
+    """``body`` decoded (:func:`~.decoding.decoded`), but for its ``metadata.managedFields`` if
+    that is ``managed`` (a patch that leaves them as stored: they are compared, never changed,
+    on the way)."""
     meta = body.get("metadata")
     if managed is None or not isinstance(meta, dict) or meta.get("managedFields") is not managed:
-        copied: Obj = clone(body)
+        copied: Obj = decoding.decoded(body)
         return copied
     rest = {k: v for k, v in meta.items() if k != "managedFields"}
-    copied = clone({**body, "metadata": rest})
+    copied = decoding.decoded({**body, "metadata": rest})
     copied_meta = copied["metadata"]
     copied["metadata"] = {k: managed if k == "managedFields" else copied_meta[k] for k in meta}
     return copied

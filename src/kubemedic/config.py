@@ -29,11 +29,12 @@ import pydantic
 import yaml
 
 from kubemedic.checks import registry
+from kubemedic.errors import InputError
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
 
-class ConfigError(Exception):
+class ConfigError(InputError):
     """The configuration file is unreadable or invalid; ``str()`` names the file and key."""
 
 

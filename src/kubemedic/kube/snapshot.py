@@ -32,7 +32,17 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from kubemedic.kube import kinds
-from kubemedic.kube.api import Api, ApiError, ConnectionLost, Kind
+from kubemedic.kube.api import (
+    Api,
+    ApiError,
+    ConnectionLost,
+    Forbidden,
+    Gone,
+    Kind,
+    NotFound,
+    ServiceUnavailable,
+    Unauthorized,
+)
 from kubemedic.kube.backoff import Backoff
 from kubemedic.kube.clock import CLOCK_PATH
 from kubemedic.kube.config import KubeAccessError
@@ -173,7 +183,7 @@ async def _list_all(
                 if not token:
                     return items
         except ApiError as error:
-            if error.gone and token and not restarted:
+            if isinstance(error, Gone) and token and not restarted:
                 restarted = True  # the continue token expired: list again, from the start
                 notes.append(
                     f"The list of {kind.stream} was restarted: its continue token expired (410)."
@@ -182,13 +192,13 @@ async def _list_all(
             raise KubeAccessError(_describe(api.server, path, error)) from None
 
 
-def _tolerated(kind: Kind) -> frozenset[int]:
-    """Status codes meaning "not served here" rather than failure."""
+def _tolerated(kind: Kind) -> tuple[type[ApiError], ...]:
+    """Answers meaning "not served here" rather than failure."""
     if kind.group == METRICS_GROUP:
-        return frozenset({404, 503})
+        return (NotFound, ServiceUnavailable)
     if not kind.group and kind.plural in ("nodes", "pods"):
-        return frozenset()  # without them there is nothing to judge
-    return frozenset({404})
+        return ()  # without them there is nothing to judge
+    return (NotFound,)
 
 
 def _continue_of(page: dict[str, Any]) -> str | None:
@@ -202,11 +212,11 @@ def _describe(server: str, path: str, error: ApiError | ConnectionLost) -> str:
         return f"{server}{path}: no answer: {error}"
     detail = error.message or error.reason or "no message"
     hint = ""
-    if error.code == 401:
+    if isinstance(error, Unauthorized):
         hint = " (the credentials were rejected)"
-    elif error.code == 403:
+    elif isinstance(error, Forbidden):
         hint = " (grant this identity list on it)"
-    elif error.gone:
+    elif isinstance(error, Gone):
         hint = " (the list's continue token expired twice)"
     return f"{server}{path}: HTTP {error.code} {error.reason}{hint}: {detail}"
 
@@ -226,7 +236,7 @@ class _Retry:
         call: Callable[[], Awaitable[T]],
         *,
         path: str,
-        tolerate: frozenset[int] = frozenset(),
+        tolerate: tuple[type[ApiError], ...] = (),
     ) -> T | None:
         backoff = Backoff(initial=BACKOFF_INITIAL, cap=BACKOFF_CAP, jitter=0.5)
         attempt = 0
@@ -236,7 +246,7 @@ class _Retry:
             try:
                 return await call()
             except ApiError as error:
-                if error.code in tolerate:
+                if isinstance(error, tolerate):
                     return None
                 if not error.retryable:
                     raise

@@ -50,6 +50,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, cast
 
+from kubemedic.errors import InputError, KubemedicError
 from kubemedic.model.fieldpaths import ElementKind, FieldPath, PathElement, decode_json
 
 FieldSet: TypeAlias = frozenset[FieldPath]
@@ -62,7 +63,7 @@ _RELATIONSHIPS: frozenset[str] = frozenset({"atomic", "associative", "separable"
 _INDEX = re.compile(r"[0-9]+")
 
 
-class ManagedFieldsError(ValueError):
+class ManagedFieldsError(InputError, ValueError):
     """A FieldsV1 document is malformed; names the offending key and where it sits."""
 
     def __init__(self, reason: str, *, key: str, path: FieldPath) -> None:
@@ -73,7 +74,7 @@ class ManagedFieldsError(ValueError):
         self.path = path
 
 
-class SchemaError(ValueError):
+class SchemaError(KubemedicError, ValueError):
     """A schema is malformed, or an object cannot be laid over it."""
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 import yaml
 
+from kubemedic.errors import InputError
 from kubemedic.model import objects, resources
 from kubemedic.model.quantities import QuantityError
 from kubemedic.model.view import KNOWN_KINDS, ClusterView
@@ -46,7 +47,7 @@ _PIECE_BYTES = 8 * 1024**2
 _ITEMS_OPENING = re.compile(rb'\n([ \t]+)"items": \[\n([ \t]+)\{\n')
 
 
-class SnapshotError(Exception):
+class SnapshotError(InputError):
     """A snapshot cannot be read. ``str()`` names the file and where in it."""
 
 

@@ -32,13 +32,13 @@ Which body says what:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from kubemedic.model import eviction, objects
+from kubemedic.model.durations import DurationError, parse_seconds
 from kubemedic.model.events import read_event
 from kubemedic.model.quantities import Quantity, QuantityError, parse_quantity
 
@@ -535,21 +535,16 @@ def node_transitions(old: objects.Body | None, new: objects.Body) -> list[NodeTr
 
 # -- metrics ----------------------------------------------------------------------------------
 
-_GO_PART = r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)"
-_GO_DURATION = re.compile(rf"\+?(?:{_GO_PART})+")
-_GO_UNITS = dict(ns=1e-9, us=1e-6, ms=1e-3, s=1.0, m=60.0, h=3600.0) | {"µs": 1e-6, "μs": 1e-6}
-
 
 def go_duration_seconds(text: object) -> float | None:
     """Seconds of a Go ``time.Duration`` string (``30s``, ``1m0s``, ``1.5s``, ``300ms``), as
     metrics-server writes ``window``; None when it is not one or is negative."""
     if not isinstance(text, str) or not 0 < len(text) <= 64:
         return None
-    if text == "0":
-        return 0.0
-    if not _GO_DURATION.fullmatch(text):
+    try:
+        return parse_seconds(text)
+    except DurationError:
         return None
-    return sum(float(n) * _GO_UNITS[unit] for n, unit in re.findall(_GO_PART, text))
 
 
 def _usage(usage: object) -> tuple[float | None, int | None]:

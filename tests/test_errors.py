@@ -30,7 +30,7 @@ from kubemedic.kube.clock import ClockError
 from kubemedic.kube.config import KubeAccessError
 from kubemedic.kube.leader import LeaseError
 from kubemedic.model.fieldpaths import FieldPathError
-from kubemedic.model.managedfields import ManagedFieldsError, SchemaError
+from kubemedic.model.managedfields import ManagedFieldsError
 from kubemedic.model.quantities import QuantityError
 from kubemedic.sim.apiserver import kubeconfig
 from kubemedic.snapshot.loading import SnapshotError
@@ -49,7 +49,6 @@ INPUT_ERRORS: list[type[Exception]] = [
     KubeAccessError,
 ]
 OTHER_ERRORS: list[type[Exception]] = [
-    SchemaError,
     ClockError,
     LeaseError,
     ApiError,
@@ -60,7 +59,6 @@ VALUE_ERRORS: list[type[Exception]] = [
     QuantityError,
     FieldPathError,
     ManagedFieldsError,
-    SchemaError,
     ArchiveDataError,
     LeaseError,
 ]

@@ -206,11 +206,6 @@ class LeaderElector:
         )
 
     @property
-    def leader(self) -> str:
-        """The holder named by the Lease as last seen ("" before any read, or when released)."""
-        return self._observed.holder if self._observed else ""
-
-    @property
     def record(self) -> LeaseRecord | None:
         """The election record as last read or written."""
         return self._observed

@@ -13,7 +13,7 @@ files, the ``window`` of a metrics.k8s.io sample), a superset of Go's ``time.Par
 scenarios read them. With ``bare_seconds=True`` a plain number (``90``, ``1.5``, ``1e3``, or an
 int or float rather than text) is also accepted, as seconds. Components add up (``1h1h`` is
 ``2h``, as in Go). The value is exact (fractions, no float rounding) until it is returned: as a
-``timedelta`` (rounded to the microsecond), float seconds, or whole nanoseconds. Anything else
+``timedelta`` (rounded to the microsecond) or float seconds. Anything else
 (empty text, ``5x``, ``1 h``, ``1H``, ``nan``, ``inf``, a negative value unless asked for, more
 than ``timedelta`` holds) raises ``DurationError`` whose message echoes the value, at most 200
 characters of it: ``expected a duration such as 2m or 1h30m, got "5x"``.
@@ -36,7 +36,6 @@ __all__ = [
     "DurationError",
     "go_duration",
     "parse_duration",
-    "parse_nanoseconds",
     "parse_seconds",
 ]
 
@@ -147,15 +146,6 @@ def parse_seconds(
     """Like ``parse_duration``, as float seconds (the nearest float to the exact value)."""
     seconds, _ = _checked(value, negative=negative, zero=zero, bare_seconds=bare_seconds)
     return float(seconds)
-
-
-def parse_nanoseconds(
-    value: object, *, negative: bool = False, zero: bool = True, bare_seconds: bool = False
-) -> int:
-    """Like ``parse_duration``, as whole nanoseconds (Go's ``time.Duration``; a fraction of a
-    nanosecond is dropped, toward zero, as Go does)."""
-    seconds, _ = _checked(value, negative=negative, zero=zero, bare_seconds=bare_seconds)
-    return math.trunc(seconds * 10**9)
 
 
 def go_duration(value: float | timedelta) -> str:

@@ -62,17 +62,6 @@ class LoadedSnapshot:
     spans: list[tuple[int, Path]] = field(default_factory=list)
     """``(index in bodies of the file's first object, file)``, in reading order."""
 
-    @property
-    def source_of(self) -> dict[int, Path]:
-        """``id(body)`` -> the file it came from."""
-        return dict(self._with_files())
-
-    def _with_files(self) -> Iterator[tuple[int, Path]]:
-        ends = [start for start, _ in self.spans[1:]] + [len(self.bodies)]
-        for (start, file), end in zip(self.spans, ends, strict=True):
-            for body in self.bodies[start:end]:
-                yield id(body), file
-
     def view(self, *, at: datetime | None = None) -> ClusterView:
         view = ClusterView.build(self.bodies, at=at)
         view.unknown_kinds.update(self.unknown_kinds)

@@ -113,9 +113,9 @@ async def _wait_up(url: str) -> None:
 
 def _pod(name: str, namespace: str) -> dict[str, Any]:
     sys.path[:0] = [str(SRC)]
-    from kubemedic.testing import builders
+    from kubemedic.testing import bodies
 
-    body = builders.pod(name, namespace=namespace, labels={"app": "bench", "tier": "web"})
+    body = bodies.pod(name, namespace=namespace, labels={"app": "bench", "tier": "web"})
     body.pop("status", None)
     for key in ("uid", "creationTimestamp", "resourceVersion", "managedFields"):
         body["metadata"].pop(key, None)

@@ -172,7 +172,7 @@ class Stream:
         return rows
 
     def _new(self) -> Any:
-        from kubemedic.model.records import EventRow
+        from kubemedic.store.records import EventRow
 
         self.serial += 1
         rng = self.rng

@@ -1,6 +1,6 @@
 """A large, realistic, deterministic synthetic snapshot for the scan benchmark.
 
-Shapes come from ``kubemedic.testing.builders``; to stay fast, one template is built per shape
+Shapes come from ``kubemedic.testing.bodies``; to stay fast, one template is built per shape
 (node pool, workload, pod phase, event reason) and each object is a copy of it
 (``orjson.loads`` of the template's bytes) with names, uids, placement and times varied. Files
 are split by kind as ``kubectl get <kind> -A -o json`` prints them (a ``List``).
@@ -35,7 +35,7 @@ import synthetic_events
 import synthetic_nodes
 import synthetic_pods
 import synthetic_workloads
-from kubemedic.testing import builders as b
+from kubemedic.testing import bodies as b
 from synthetic_templates import Obj, uid
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
-from kubemedic.testing import builders as b
+from kubemedic.testing import bodies as b
 from synthetic_templates import NOW, Obj, copier, uid
 
 POOLS = (  # (pool label key, value, share of nodes, cpu, memory)

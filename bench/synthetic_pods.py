@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from kubemedic.testing import builders as b
+from kubemedic.testing import bodies as b
 from synthetic_templates import NOW, Obj
 
 

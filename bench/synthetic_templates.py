@@ -1,6 +1,6 @@
 """Templating for the synthetic snapshot: the snapshot's clock, copies of templates, uids.
 
-Building every object through ``kubemedic.testing.builders`` would make generating a 150,000-pod
+Building every object through ``kubemedic.testing.bodies`` would make generating a 150,000-pod
 snapshot slower than scanning it, so each shape is built once and every object is a copy of it
 (``orjson.loads`` of the template's bytes, a fresh deep copy), with names, uids, placement and
 times varied afterwards. Uids are derived from (kind, index) only, so a snapshot is the same

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 import synthetic_pods
-from kubemedic.testing import builders as b
+from kubemedic.testing import bodies as b
 from synthetic_templates import NOW, Obj, copier, uid
 
 SHAPES = (  # (containers: (name, cpu req, mem req, mem limit or None), sidecar, init)

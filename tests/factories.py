@@ -3,7 +3,7 @@ the Deployment -> ReplicaSet -> Pod chain most check tests start from."""
 
 from typing import Any
 
-from kubemedic.testing.builders import (
+from kubemedic.testing.bodies import (
     container,
     deployment,
     event,

@@ -1,3 +1,4 @@
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,25 @@ def test_nested_settings_are_renamed_and_misspelt_nested_keys_are_errors(tmp_pat
     )
     with pytest.raises(ConfigError, match=r"extraSelectors\[0\]\.rol: unknown setting"):
         load_settings(worse)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("2m", 120), ("1h30m", 5400), ("45", 45), ("PT3M", 180), ("00:04:00", 240)],
+)
+def test_duration_settings_read_go_durations_and_iso_8601(
+    tmp_path: Path, text: str, seconds: int
+) -> None:
+    path = write(tmp_path, f"checks:\n  probe-restarts:\n    windowSlack: '{text}'\n")
+    config = load_settings(path).configs["probe-restarts"]
+    assert config.window_slack == timedelta(seconds=seconds)
+
+
+def test_a_bad_duration_setting_says_what_a_duration_is(tmp_path: Path) -> None:
+    path = write(tmp_path, "checks:\n  probe-restarts:\n    windowSlack: 5x\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    assert str(caught.value) == (
+        f"{path}: checks.probe-restarts.windowSlack: "
+        'expected a duration such as 2m or 1h30m, got "5x"'
+    )

@@ -7,6 +7,8 @@ YAML (or JSON), for example::
         limits_critical_percent: 130      # snake_case or camelCase, as you like
       critical-pod-underrequested:
         memoryFloor: 512Mi
+      probe-restarts:
+        windowSlack: 90s                  # durations as 90s, 2m, 1h30m (or ISO 8601: PT90S)
     disabled: [node-scale-burst]
 
 Every check owns a frozen dataclass of settings with documented defaults (``kubemedic checks
@@ -22,6 +24,7 @@ import re
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +32,13 @@ import pydantic
 import yaml
 
 from kubemedic.checks import registry
+from kubemedic.errors import InputError
+from kubemedic.model.durations import DurationError, parse_duration
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
 
-class ConfigError(Exception):
+class ConfigError(InputError):
     """The configuration file is unreadable or invalid; ``str()`` names the file and key."""
 
 
@@ -126,6 +131,8 @@ def _normalise(value: Any, target: Any, *, where: str) -> Any:
                 raise ConfigError(f"{where}.{key}: unknown setting; known: {allowed}")
             converted[snake] = _normalise(item, hints[snake], where=f"{where}.{key}")
         return converted
+    if target is timedelta and isinstance(value, str):
+        return _duration(value, where=where)
     if isinstance(value, list):
         for inner in typing.get_args(target):
             if dataclasses.is_dataclass(inner):
@@ -134,3 +141,18 @@ def _normalise(value: Any, target: Any, *, where: str) -> Any:
                     for index, item in enumerate(value)
                 ]
     return value
+
+
+_PYDANTIC_DURATION = re.compile(r"[+-]?P|.*:")
+"""ISO 8601 (``PT2M``) and ``[-][D,]HH:MM:SS`` durations, which pydantic reads."""
+
+
+def _duration(text: str, *, where: str) -> Any:
+    """A duration setting: ``90s``, ``2m``, ``1h30m`` or a number of seconds, as everywhere in
+    kubemedic; ISO 8601 and ``HH:MM:SS`` are left to pydantic."""
+    try:
+        return parse_duration(text, bare_seconds=True)
+    except DurationError as error:
+        if _PYDANTIC_DURATION.match(text.strip()):
+            return text
+        raise ConfigError(f"{where}: {error}") from None

@@ -9,7 +9,7 @@ from typing import Any
 from kubemedic.checks.burst import BurstConfig, node_scale_burst, scraper_kind
 from kubemedic.checks.findings import CLUSTER, Finding, Severity
 from kubemedic.model.view import ClusterView
-from kubemedic.testing.builders import BASE_TIME
+from kubemedic.testing.bodies import BASE_TIME
 from tests.factories import container, deployment, node, pod, replicaset
 from tests.incident3 import CORE_POOL
 

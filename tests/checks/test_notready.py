@@ -9,7 +9,7 @@ from typing import Any
 from kubemedic.checks.findings import CLUSTER, Finding, Severity
 from kubemedic.checks.notready import NotReadyConfig, node_not_ready
 from kubemedic.model.view import ClusterView
-from kubemedic.testing.builders import BASE_TIME
+from kubemedic.testing.bodies import BASE_TIME
 from tests.factories import node, pod, stamp
 
 NOW = timedelta(minutes=30)

@@ -9,7 +9,7 @@ from typing import Any
 from kubemedic.checks.findings import Finding, Severity
 from kubemedic.checks.unschedulable import UnschedulableConfig, unschedulable_pods
 from kubemedic.model.view import ClusterView
-from kubemedic.testing.builders import BASE_TIME
+from kubemedic.testing.bodies import BASE_TIME
 from tests.factories import container, deployment, event, node, pod, replicaset
 from tests.incident3 import FIT_ERROR, FIT_ERROR_REASONS
 

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from kubemedic.cli import app
 from kubemedic.cli.archive import parse_duration
-from kubemedic.model import records
 from kubemedic.model.timing import kubectl_age as human_duration
+from kubemedic.store import extraction
 from kubemedic.store.db import Archive
 from kubemedic.store.writer import Batch
 from tests.factories import event
@@ -183,7 +183,7 @@ def test_cluster_text_is_printed_literally(tmp_path: Path) -> None:
         message="[bold red]pwned[/] \x1b[2Jcleared\nsecond line",
         first=timedelta(minutes=50),
     )
-    row = records.event_row(body)
+    row = extraction.event_row(body)
     assert row is not None
     with Archive.open(str(path)) as archive:
         archive.write(Batch(CLUSTER, events=[row]))

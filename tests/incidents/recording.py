@@ -1,7 +1,7 @@
 """A scenario recorded into an archive in-process: what ``kubemedic run`` would have written.
 
 The simulator plays the scenario; every stored write of events, pods and nodes passes through
-the same pure extraction functions the recorder uses (``kubemedic.model.records``) and the
+the same pure extraction functions the recorder uses (``kubemedic.store.extraction``) and the
 store's own writer; every ``scan_every`` of cluster time the checks run on a snapshot of the
 API and their findings are recorded as episodes (``writer.record_findings``), as the daemon does.
 """
@@ -14,13 +14,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from kubemedic import checks
-from kubemedic.model import records
 from kubemedic.model.view import ClusterView
 from kubemedic.sim.apiserver import snapshotting
 from kubemedic.sim.machinery.objects import Change
 from kubemedic.sim.scenarios import loading as scenarios
 from kubemedic.sim.scenarios import timeline
-from kubemedic.store import writer
+from kubemedic.store import extraction, writer
 
 
 class _Collector:
@@ -31,23 +30,23 @@ class _Collector:
     def event(self, change: Change) -> None:
         if change.type == "DELETED":
             return
-        row = records.event_row(change.obj)
+        row = extraction.event_row(change.obj)
         if row is not None:
             self.batch.events.append(row)
-        evicted = records.eviction_from_event(change.obj)
+        evicted = extraction.eviction_from_event(change.obj)
         if evicted is not None:
             self.batch.evictions.append(evicted)
 
     def pod(self, change: Change) -> None:
-        self.batch.terminations.extend(records.terminations(change.obj))
-        evicted = records.eviction_from_pod(change.obj)
+        self.batch.terminations.extend(extraction.terminations(change.obj))
+        evicted = extraction.eviction_from_pod(change.obj)
         if evicted is not None:
             self.batch.evictions.append(evicted)
 
     def node(self, change: Change) -> None:
         if change.type == "DELETED":
             return
-        self.batch.transitions.extend(records.node_transitions(change.old, change.obj))
+        self.batch.transitions.extend(extraction.node_transitions(change.old, change.obj))
 
     def take(self) -> writer.Batch:
         batch, self.batch = self.batch, writer.Batch(cluster=self.cluster)

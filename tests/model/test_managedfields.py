@@ -15,15 +15,12 @@ from kubemedic.model.fieldpaths import FieldPath, PathElement
 from kubemedic.model.managedfields import (
     FieldsV1,
     ManagedFieldsError,
-    Schema,
-    SchemaError,
     decode_fieldsv1,
     encode_fieldsv1,
-    encode_fieldsv1_json,
-    fieldset_from_object,
     fieldsv1_key,
     leaf_paths,
 )
+from tests.model.smd import Schema, SchemaError, encode_fieldsv1_json, fieldset_from_object
 
 from .test_fieldpaths import paths as any_paths
 

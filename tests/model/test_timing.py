@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from kubemedic.model.timing import created_at, human_duration, seconds_since
-from kubemedic.testing.builders import BASE_TIME
+from kubemedic.testing.bodies import BASE_TIME
 from tests.factories import pod
 
 

@@ -4,7 +4,7 @@ process (killable at any moment), and the ground truth the archive must equal.
 The ground truth is taken inside the simulator, from every write as it is stored (``Simulation.
 watch``): every Event object ever created with its last version, every container termination any
 pod version ever showed, every pod the kubelet evicted. It passes through the same pure
-extraction functions as the recorder (``kubemedic.model.records``), so what is compared is the
+extraction functions as the recorder (``kubemedic.store.extraction``), so what is compared is the
 transport: lists, watches, resumes after restarts, relists after 410, retries after 429/500 and
 dropped streams, batching, checkpoints and idempotent upserts.
 """
@@ -24,10 +24,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from kubemedic.model import records
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.machinery.objects import Change
-from kubemedic.store import schema
+from kubemedic.store import extraction, schema
 from kubemedic.store.db import database_url
 
 KUBEMEDIC = [sys.executable, "-c", "from kubemedic.cli import main; main()"]
@@ -59,17 +58,17 @@ class Truth:
     def _pod(self, change: Change) -> None:
         self.last_rv["pods"] = change.rv
         pod = change.obj
-        for row in records.terminations(pod):
+        for row in extraction.terminations(pod):
             self.terminations.add((row.pod_uid, row.container, row.key))
             if row.reason == "OOMKilled":
                 self.oom_kills.add((row.pod_uid, row.container, row.key))
-        if records.eviction_from_pod(pod) is not None:
+        if extraction.eviction_from_pod(pod) is not None:
             self.evicted_pods.add(pod["metadata"]["uid"])
 
     def event_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for uid, body in self.events.items():
-            row = records.event_row(body)
+            row = extraction.event_row(body)
             assert row is not None
             out[uid] = row.count
         return out

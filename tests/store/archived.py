@@ -19,8 +19,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kubemedic.model import records
 from kubemedic.sim.cluster.kubelet import evicting
+from kubemedic.store import extraction, records
 from kubemedic.store.db import Archive
 from kubemedic.store.writer import Batch
 from tests.factories import deployed, event, node, pod_metrics, stamp
@@ -79,7 +79,7 @@ def oom_killed(pod: dict[str, Any], *, killed_at: timedelta, container_id: str) 
 
 
 def _row(body: dict[str, Any]) -> records.EventRow:
-    row = records.event_row(body)
+    row = extraction.event_row(body)
     assert row is not None
     return row
 
@@ -164,7 +164,7 @@ def fill(archive: Archive, *, cluster: str = CLUSTER) -> Incident:
     samples = [
         sample
         for minutes, memory in ((10, "600Mi"), (19.5, "1000Mi"), (20.5, "150Mi"))
-        for sample in records.metric_samples(
+        for sample in extraction.metric_samples(
             pod_metrics(hub, {"hub": {"cpu": "8m", "memory": memory}}, at=_at(minutes)),
             node="core-2",
         )
@@ -173,17 +173,17 @@ def fill(archive: Archive, *, cluster: str = CLUSTER) -> Incident:
         Batch(
             cluster,
             events=[_row(body) for body in (oom, evicted_body, scheduling, scheduled)],
-            terminations=records.terminations(killed_hub) + records.terminations(evicted_hub),
+            terminations=extraction.terminations(killed_hub) + extraction.terminations(evicted_hub),
             evictions=[
                 row
                 for row in (
-                    records.eviction_from_pod(evicted_hub),
-                    records.eviction_from_event(evicted_body),
+                    extraction.eviction_from_pod(evicted_hub),
+                    extraction.eviction_from_event(evicted_body),
                 )
                 if row is not None
             ],
             samples=samples,
-            transitions=records.node_transitions(None, core),
+            transitions=extraction.node_transitions(None, core),
         )
     )
     archive.write(Batch(cluster, event_deletions=[(unhealthy[0]["metadata"]["uid"], T0 + _at(65))]))
@@ -218,7 +218,7 @@ def _fill_staging(archive: Archive) -> None:
         Batch(
             "staging",
             events=[_row(backoff)],
-            terminations=records.terminations(
+            terminations=extraction.terminations(
                 oom_killed(api, killed_at=_at(30), container_id="containerd://" + "c3" * 32)
             ),
         )

@@ -10,14 +10,14 @@ import sqlalchemy as sa
 
 from kubemedic.checks.findings import Finding, Severity
 from kubemedic.model.objects import ObjectRef
-from kubemedic.model.records import (
+from kubemedic.store.db import Archive
+from kubemedic.store.records import (
     EventRow,
     EvictionRow,
     MetricSample,
     NodeTransition,
     TerminationRow,
 )
-from kubemedic.store.db import Archive
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 MI = 1024 * 1024

@@ -32,7 +32,7 @@ CHILD = """
 import sys
 from datetime import datetime, timedelta, timezone
 
-from kubemedic.model.records import EventRow, TerminationRow
+from kubemedic.store.records import EventRow, TerminationRow
 from kubemedic.store.db import Archive
 from kubemedic.store.writer import Batch
 

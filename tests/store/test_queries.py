@@ -8,8 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from kubemedic.model import records
-from kubemedic.store import queries
+from kubemedic.store import extraction, queries
 from kubemedic.store.db import Archive
 from kubemedic.store.queries import EventQuery, find_events, oom_report
 from kubemedic.store.writer import Batch
@@ -125,7 +124,7 @@ def test_limit_keeps_the_newest_in_time_order(archive: Archive, incident: Incide
 def test_events_without_times_come_first(archive: Archive, incident: Incident) -> None:
     [dated] = find_events(archive, EventQuery(cluster="staging"))
     body = event(involved=incident.hub, reason="Killing", message="Stopping container hub")
-    row = records.event_row(body)
+    row = extraction.event_row(body)
     assert row is not None
     archive.write(
         Batch("staging", events=[replace(row, uid="no-time", first_seen=None, last_seen=None)])
@@ -227,7 +226,7 @@ def test_a_sample_older_than_ten_minutes_does_not_count(
     archive: Archive, incident: Incident
 ) -> None:
     again = oom_killed(incident.hub, killed_at=timedelta(minutes=35), container_id="cri-o://e5")
-    archive.write(Batch(CLUSTER, terminations=records.terminations(again)))
+    archive.write(Batch(CLUSTER, terminations=extraction.terminations(again)))
     kills = [e for e in oom_report(archive, cluster=CLUSTER) if e.kind == "oom-kill"]
     assert [(e.time, e.usage_source) for e in kills] == [
         (T0 + timedelta(minutes=20), "metrics"),

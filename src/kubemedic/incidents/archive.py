@@ -30,6 +30,7 @@ from sqlalchemy import ColumnElement, Engine, and_, func, or_, select
 from sqlalchemy.engine import Connection, RowMapping
 
 from kubemedic.checks.findings import Severity
+from kubemedic.errors import InputError
 from kubemedic.incidents import grouping
 from kubemedic.incidents.causes import workload_key, workload_of_pod
 from kubemedic.incidents.model import FindingEpisode, Incident, Signal, SignalKind
@@ -63,7 +64,7 @@ a failed liveness probe), the node lifecycle controller marking a node NotReady.
 _PRESSURES = ("MemoryPressure", "DiskPressure", "PIDPressure")
 
 
-class ArchiveDataError(ValueError):
+class ArchiveDataError(InputError, ValueError):
     """A row the archive holds cannot be read (the message names the table and row id)."""
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubemedic.checks.findings import Finding, Severity
+from kubemedic.checks.findings import Severity
 from kubemedic.model import objects
 from kubemedic.model.objects import ObjectRef
 
@@ -54,21 +54,6 @@ class FindingEpisode:
     fingerprint: str = ""
     row_id: int | None = None
     scans: int = 1
-
-    @classmethod
-    def from_finding(cls, finding: Finding, *, cluster: str = "") -> FindingEpisode:
-        """The episode a single scan's ``finding`` opens."""
-        return cls(
-            cluster=cluster,
-            check=finding.check,
-            severity=finding.severity,
-            object=finding.object,
-            message=finding.message,
-            cause=finding.cause,
-            first_seen=finding.first_seen,
-            last_seen=finding.last_seen,
-            evidence=finding.evidence,
-        )
 
     @property
     def order(self) -> tuple[Any, ...]:

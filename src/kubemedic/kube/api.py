@@ -7,7 +7,8 @@ token per page, bookmarks, the watch ``ERROR`` event's Status (``410 Gone`` mean
 ``Retry-After`` of a ``429`` and plain dicts (decoding 150,000 pods into model classes costs
 seconds and hundreds of MB). So ``Api`` sends its own requests through lightkube's configured
 HTTP client and hands back JSON, with every failure turned into one of two exceptions:
-``ApiError`` (the server answered with an error status) or ``ConnectionLost`` (it did not answer,
+``ApiError`` (the server answered with an error status; ``NotFound``, ``Conflict``, ``Gone``,
+``TooManyRequests``... for the statuses callers act on) or ``ConnectionLost`` (it did not answer,
 or the stream broke).
 """
 
@@ -18,13 +19,27 @@ import email.utils
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx2
 import orjson
 from lightkube import AsyncClient
 
-__all__ = ["Api", "ApiError", "ConnectionLost", "Kind"]
+from kubemedic.errors import KubemedicError
+
+__all__ = [
+    "Api",
+    "ApiError",
+    "Conflict",
+    "ConnectionLost",
+    "Forbidden",
+    "Gone",
+    "Kind",
+    "NotFound",
+    "ServiceUnavailable",
+    "TooManyRequests",
+    "Unauthorized",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +69,28 @@ class Kind:
         return f"{base}/{name}" if name is not None else base
 
 
-class ApiError(Exception):
-    """The API server answered with an error status (its ``Status`` object when it sent one)."""
+class ApiError(KubemedicError):
+    """The API server answered with an error status (its ``Status`` object when it sent one).
+
+    ``ApiError.from_status`` gives the subclass of the statuses callers act on (``NotFound``,
+    ``Conflict``, ``Gone``...), so they catch those by type instead of comparing codes."""
+
+    status: ClassVar[int | None] = None
+    """The HTTP status every instance of a subclass carries (None: any)."""
 
     def __init__(
         self,
-        code: int,
+        code: int | None = None,
         *,
         reason: str = "",
         message: str = "",
         retry_after: float | None = None,
         path: str = "",
     ) -> None:
+        if code is None:
+            if self.status is None:
+                raise TypeError("ApiError needs the HTTP status code")
+            code = self.status
         self.code = code
         self.reason = reason
         self.message = message
@@ -74,18 +99,88 @@ class ApiError(Exception):
         detail = message or reason or "no message"
         super().__init__(f"{path}: HTTP {code} {reason}: {detail}".replace(": : ", ": "))
 
-    @property
-    def gone(self) -> bool:
-        """``410 Gone``/``Expired``: the resourceVersion is older than the server keeps."""
-        return self.code == 410
+    @classmethod
+    def from_status(
+        cls,
+        code: int,
+        *,
+        reason: str = "",
+        message: str = "",
+        retry_after: float | None = None,
+        path: str = "",
+    ) -> ApiError:
+        """The error for HTTP status ``code``: an instance of the subclass for that status
+        (``from_status(404)`` is a ``NotFound``), else a plain ``ApiError``."""
+        kind = _BY_STATUS.get(code, ApiError)
+        return kind(code, reason=reason, message=message, retry_after=retry_after, path=path)
 
     @property
     def retryable(self) -> bool:
         """Throttling, server errors and timeouts: worth retrying after a back-off."""
-        return self.code == 429 or self.code >= 500
+        return isinstance(self, TooManyRequests) or self.code >= 500
 
 
-class ConnectionLost(Exception):
+class Unauthorized(ApiError):
+    """``401 Unauthorized``: the server did not accept the credentials."""
+
+    status = 401
+
+
+class Forbidden(ApiError):
+    """``403 Forbidden``: the credentials may not do this (RBAC)."""
+
+    status = 403
+
+
+class NotFound(ApiError):
+    """``404 Not Found``: no such object, or a resource the server does not serve."""
+
+    status = 404
+
+
+class Conflict(ApiError):
+    """``409 Conflict``: the object changed since it was read (or already exists)."""
+
+    status = 409
+
+
+class Gone(ApiError):
+    """``410 Gone``/``Expired``: the resourceVersion or continue token is older than the server
+    keeps; list again."""
+
+    status = 410
+
+
+class TooManyRequests(ApiError):
+    """``429 Too Many Requests``: throttled (API Priority and Fairness); ``retry_after`` says
+    how long the server asks to wait."""
+
+    status = 429
+
+
+class ServiceUnavailable(ApiError):
+    """``503 Service Unavailable``: e.g. an aggregated API (metrics.k8s.io) whose backend is
+    down."""
+
+    status = 503
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    kind.status: kind
+    for kind in (
+        Unauthorized,
+        Forbidden,
+        NotFound,
+        Conflict,
+        Gone,
+        TooManyRequests,
+        ServiceUnavailable,
+    )
+    if kind.status is not None
+}
+
+
+class ConnectionLost(KubemedicError):
     """No answer: connection refused or reset, a timeout, a stream cut in the middle."""
 
 
@@ -113,7 +208,7 @@ def _error(status: int, headers: Mapping[str, str], content: bytes, path: str) -
             status = code
     else:
         message = content[:300].decode("utf-8", "replace").strip()
-    return ApiError(
+    return ApiError.from_status(
         status, reason=reason, message=message, retry_after=_retry_after(headers), path=path
     )
 
@@ -242,7 +337,7 @@ class Api:
         namespace: str | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield raw ``WatchEvent`` objects (``type``, ``object``) until the server ends the
-        stream. An ``ERROR`` event is raised as ``ApiError`` (``410`` for an expired
+        stream. An ``ERROR`` event is raised as ``ApiError`` (``Gone`` for an expired
         resourceVersion); a broken stream as ``ConnectionLost``."""
         path = kind.path(namespace)
         params: dict[str, str] = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}

@@ -28,7 +28,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from kubemedic.kube.api import Api, ApiError, ConnectionLost
+from kubemedic.errors import KubemedicError
+from kubemedic.kube.api import Api, ApiError, ConnectionLost, Forbidden, NotFound
 from kubemedic.model.objects import parse_time
 
 __all__ = ["CLOCK_PATH", "Clock", "ClockError", "ServerClock", "WallClock"]
@@ -40,7 +41,7 @@ CLOCK_PATH = "/kubemedic.io/v1/clock"
 
 #: Answers that mean "this server has no clock endpoint": not found, or RBAC denied the
 #: non-resource URL before the server looked for it.
-_NO_ENDPOINT = frozenset({403, 404})
+_NO_ENDPOINT = (Forbidden, NotFound)
 
 
 class Clock(Protocol):
@@ -51,7 +52,7 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None: ...
 
 
-class ClockError(Exception):
+class ClockError(KubemedicError):
     """The server's clock could not be read: a malformed clock document, or no ``Date``."""
 
 
@@ -173,9 +174,7 @@ class ServerClock:
             started = time.monotonic()
             try:
                 body = await self._api.request("GET", CLOCK_PATH, timeout=self._timeout)
-            except ApiError as exc:
-                if exc.code not in _NO_ENDPOINT:
-                    raise
+            except _NO_ENDPOINT as exc:
                 LOG.info(
                     "%s: no clock endpoint (HTTP %s); following the Date header at speed 1",
                     self._api.server,

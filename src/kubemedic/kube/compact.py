@@ -409,17 +409,10 @@ class CompactCache(Mapping[str, dict[str, Any]]):
         for record in list(self._records.values()):
             yield build(record)
 
-    def get_key(self, key: Key) -> dict[str, Any] | None:
-        record = self._records.get(key)
-        return None if record is None else self._build(record)
-
     def resource_version(self, key: Key) -> str | None:
         """The cached object's ``metadata.resourceVersion``, or None."""
         record = self._records.get(key)
         return None if record is None else record[1]
-
-    def keys_packed(self) -> list[Key]:
-        return list(self._records)
 
     @property
     def template_count(self) -> int:

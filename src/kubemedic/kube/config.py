@@ -47,7 +47,8 @@ from lightkube.config.kubeconfig import SingleConfig
 from lightkube.config.models import Cluster, Context, User
 from lightkube.core.exceptions import ConfigError
 
-from kubemedic.kube.api import Api, ApiError, ConnectionLost
+from kubemedic.errors import InputError
+from kubemedic.kube.api import Api, ApiError, ConnectionLost, Unauthorized
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -66,7 +67,7 @@ _CLUSTER_PATHS = ("certificate-authority",)
 _USER_PATHS = ("client-certificate", "client-key", "tokenFile")
 
 
-class KubeAccessError(Exception):
+class KubeAccessError(InputError):
     """The cluster cannot be reached as configured. ``str()`` names the file, context, cluster
     or user and the field at fault (or the server that did not answer)."""
 
@@ -162,12 +163,12 @@ async def probe(api: Api, resolved: Resolved, *, timeout: float = 10.0) -> dict[
         ) from None
     except ConfigError as error:  # an exec credential plugin failed
         raise KubeAccessError(f"{where}: cannot get credentials: {error}") from None
-    except ApiError as error:
-        if error.code == 401:
-            raise KubeAccessError(
-                f"the API server {resolved.server} rejected the credentials of user "
-                f"{resolved.user or '(none)'} of {where}: {error.message or error.reason}"
-            ) from None
+    except Unauthorized as error:
+        raise KubeAccessError(
+            f"the API server {resolved.server} rejected the credentials of user "
+            f"{resolved.user or '(none)'} of {where}: {error.message or error.reason}"
+        ) from None
+    except ApiError:
         return {}
     return answer if isinstance(answer, dict) else {}
 

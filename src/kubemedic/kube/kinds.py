@@ -14,10 +14,8 @@ __all__ = [
     "DAEMONSETS",
     "DEPLOYMENTS",
     "EVENTS",
-    "EVENTS_V1",
     "JOBS",
     "LEASES",
-    "NAMESPACES",
     "NODES",
     "NODE_METRICS",
     "PODS",
@@ -30,10 +28,7 @@ __all__ = [
 
 NODES = Kind("", "v1", "nodes", "Node", namespaced=False)
 PODS = Kind("", "v1", "pods", "Pod", namespaced=True)
-NAMESPACES = Kind("", "v1", "namespaces", "Namespace", namespaced=False)
 EVENTS = Kind("", "v1", "events", "Event", namespaced=True)
-#: The same Event objects in their newer shape (``regarding``, ``note``, ``series``).
-EVENTS_V1 = Kind("events.k8s.io", "v1", "events", "Event", namespaced=True)
 REPLICATION_CONTROLLERS = Kind(
     "", "v1", "replicationcontrollers", "ReplicationController", namespaced=True
 )

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from kubemedic.kube.api import Api, ApiError, ConnectionLost
+from kubemedic.errors import KubemedicError
+from kubemedic.kube.api import Api, ApiError, Conflict, ConnectionLost, NotFound
 from kubemedic.kube.clock import Clock, ServerClock
 from kubemedic.model.objects import parse_time
 
@@ -61,7 +62,7 @@ JITTER_FACTOR = 1.2
 T = TypeVar("T")
 
 
-class LeaseError(ValueError):
+class LeaseError(KubemedicError, ValueError):
     """A Lease whose spec kubemedic cannot read (names the Lease and the field)."""
 
 
@@ -205,11 +206,6 @@ class LeaderElector:
         )
 
     @property
-    def leader(self) -> str:
-        """The holder named by the Lease as last seen ("" before any read, or when released)."""
-        return self._observed.holder if self._observed else ""
-
-    @property
     def record(self) -> LeaseRecord | None:
         """The election record as last read or written."""
         return self._observed
@@ -264,13 +260,16 @@ class LeaderElector:
                 )
                 try:
                     await self._update(lease, released)
-                except ApiError as exc:
-                    if exc.code == 404:
-                        return True  # deleted: it names nobody
-                    if exc.code != 409 or not await self._reread():
+                except NotFound:
+                    return True  # deleted: it names nobody
+                except Conflict as exc:
+                    if not await self._reread():
                         LOG.warning("%s: could not release %s: %s", self.identity, self.lease, exc)
                         return False
                     continue
+                except ApiError as exc:
+                    LOG.warning("%s: could not release %s: %s", self.identity, self.lease, exc)
+                    return False
                 except ConnectionLost as exc:
                     LOG.warning("%s: could not release %s: %s", self.identity, self.lease, exc)
                     return False
@@ -332,11 +331,11 @@ class LeaderElector:
         # 2. Read the record, or create it.
         try:
             lease = await self._api.request("GET", self._path)
-        except ApiError as exc:
-            if exc.code != 404:
-                LOG.warning("%s: cannot read %s: %s", self.identity, self.lease, exc)
-                return False
+        except NotFound:
             return await self._create(now)
+        except ApiError as exc:
+            LOG.warning("%s: cannot read %s: %s", self.identity, self.lease, exc)
+            return False
         except ConnectionLost as exc:
             LOG.warning("%s: cannot read %s: %s", self.identity, self.lease, exc)
             return False
@@ -369,11 +368,11 @@ class LeaderElector:
             )
         try:
             await self._update(lease, wanted)
+        except Conflict:
+            LOG.info("%s: lost the race for %s (409 Conflict)", self.identity, self.lease)
+            return False
         except ApiError as exc:
-            if exc.code == 409:
-                LOG.info("%s: lost the race for %s (409 Conflict)", self.identity, self.lease)
-            else:
-                LOG.warning("%s: cannot update %s: %s", self.identity, self.lease, exc)
+            LOG.warning("%s: cannot update %s: %s", self.identity, self.lease, exc)
             return False
         except ConnectionLost as exc:
             LOG.warning("%s: cannot update %s: %s", self.identity, self.lease, exc)
@@ -405,11 +404,11 @@ class LeaderElector:
         }
         try:
             created = await self._api.request("POST", self._collection, body=body)
+        except Conflict:
+            LOG.info("%s: %s was created by another candidate first", self.identity, self.lease)
+            return False
         except ApiError as exc:
-            if exc.code == 409:
-                LOG.info("%s: %s was created by another candidate first", self.identity, self.lease)
-            else:
-                LOG.warning("%s: cannot create %s: %s", self.identity, self.lease, exc)
+            LOG.warning("%s: cannot create %s: %s", self.identity, self.lease, exc)
             return False
         except ConnectionLost as exc:
             LOG.warning("%s: cannot create %s: %s", self.identity, self.lease, exc)

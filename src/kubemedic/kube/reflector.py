@@ -44,7 +44,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubemedic.kube.api import Api, ApiError, ConnectionLost, Kind
+from kubemedic.kube.api import Api, ApiError, ConnectionLost, Gone, Kind
 from kubemedic.kube.backoff import Backoff
 from kubemedic.kube.compact import CompactCache, Key, Record, compact_for, key_of
 
@@ -271,7 +271,7 @@ class Reflector:
                         ConnectionLost(f"watch {self.kind.stream}: closed at once, no event"),
                         "watch",
                     )
-            elif isinstance(error, ApiError) and error.gone:
+            elif isinstance(error, Gone):
                 if not self._replaying:
                     self._record(error)
                     if fresh:  # a version the server just gave us is already gone: slow down
@@ -413,7 +413,7 @@ class Reflector:
 
     async def _back_off(self, error: ApiError | ConnectionLost, during: str) -> None:
         self._record(error)
-        hopeless = isinstance(error, ApiError) and not (error.retryable or error.gone)
+        hopeless = isinstance(error, ApiError) and not (error.retryable or isinstance(error, Gone))
         delay = self.backoff.next_delay(error, at_cap=hopeless)
         log.log(
             logging.WARNING if hopeless else logging.INFO,

@@ -58,6 +58,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from kubemedic.errors import InputError
+
 JSONValue: TypeAlias = bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"] | None
 PathPart: TypeAlias = "PathElement | str | int"
 
@@ -68,7 +70,7 @@ _JSON_WORDS = frozenset({"true", "false", "null"})
 _DIGITS = re.compile(r"[0-9]+")
 
 
-class FieldPathError(ValueError):
+class FieldPathError(InputError, ValueError):
     """A field path could not be parsed; the message names the position."""
 
     def __init__(self, reason: str, *, text: str, position: int) -> None:

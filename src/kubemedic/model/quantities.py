@@ -26,10 +26,12 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from kubemedic.errors import InputError
+
 __all__ = ["Format", "Quantity", "QuantityError", "parse_quantity"]
 
 
-class QuantityError(ValueError):
+class QuantityError(InputError, ValueError):
     """A string is not a Kubernetes quantity. The message names the value and, if given, where."""
 
 

@@ -184,9 +184,6 @@ class ClusterView:
     def workload(self, kind: str, namespace: str | None, name: str) -> Body | None:
         return self.workloads.get((kind, namespace, name))
 
-    def workloads_of_kind(self, kind: str) -> list[Body]:
-        return [body for (k, _, _), body in self.workloads.items() if k == kind]
-
     def owner_chain(self, body: Body) -> list[ObjectRef]:
         """Controllers of ``body``, nearest first: ``[ReplicaSet, Deployment]`` for a pod of a
         Deployment. Stops where an owner is not in the view (its reference is still listed)."""

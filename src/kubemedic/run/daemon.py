@@ -34,7 +34,15 @@ from kubemedic import checks
 from kubemedic.checks.findings import Finding
 from kubemedic.kube import config as kubeconfig
 from kubemedic.kube import kinds
-from kubemedic.kube.api import Api, ApiError, ConnectionLost, Kind
+from kubemedic.kube.api import (
+    Api,
+    ApiError,
+    ConnectionLost,
+    Forbidden,
+    Kind,
+    NotFound,
+    ServiceUnavailable,
+)
 from kubemedic.kube.clock import Clock, ServerClock, WallClock
 from kubemedic.kube.leader import LeaderElector
 from kubemedic.kube.reflector import Reflector
@@ -290,10 +298,8 @@ class Daemon:
         for kind in METRICS:
             try:
                 bodies += await api.list_all(kind)
-            except ApiError as error:
-                if error.code in (404, 503):
-                    continue  # no metrics-server: nothing to sample
-                raise
+            except (NotFound, ServiceUnavailable):
+                continue  # no metrics-server: nothing to sample
         self.metrics = bodies
         recorder.add_metrics(bodies)
 
@@ -309,10 +315,8 @@ class Daemon:
 async def _served(api: Api, kind: Kind) -> bool:
     try:
         await api.list_page(kind, limit=1)
-    except ApiError as error:
-        if error.code in (403, 404):
-            return False
-        raise
+    except (Forbidden, NotFound):
+        return False
     return True
 
 

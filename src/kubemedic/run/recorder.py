@@ -25,8 +25,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubemedic.kube.api import Kind
-from kubemedic.model import objects, records
+from kubemedic.model import objects
+from kubemedic.store import extraction
 from kubemedic.store.db import Archive
+from kubemedic.store.records import EvictionRow
 from kubemedic.store.writer import Batch
 
 __all__ = ["Recorder", "RecorderStats"]
@@ -130,7 +132,7 @@ class Recorder:
             if body.get("kind") == "PodMetrics":
                 key = (str(meta.get("namespace") or ""), str(meta.get("name")))
                 node = self._pod_nodes.get(key, "")
-            self._batch.samples.extend(records.metric_samples(body, node=node))
+            self._batch.samples.extend(extraction.metric_samples(body, node=node))
         self._touch()
 
     # rows ---------------------------------------------------------------------------------
@@ -140,14 +142,14 @@ class Recorder:
         if type_ != "DELETED":  # a deletion carries its object's last write time, not now's
             self._note_time(kind.stream, obj)
         if kind.kind == "Event":
-            row = records.event_row(obj)
+            row = extraction.event_row(obj)
             if row is None:
                 return
             batch.events.append(row)
             if type_ == "DELETED":
                 batch.event_deletions.append((row.uid, self.now()))
             if row.reason == "Evicted" and row.object_kind == "Pod":
-                eviction = records.eviction_from_event(obj)
+                eviction = extraction.eviction_from_event(obj)
                 if eviction is not None and self._new_eviction(eviction):
                     batch.evictions.append(eviction)
         elif kind.kind == "Pod":
@@ -157,7 +159,7 @@ class Recorder:
                 self._pod_nodes.pop(pod, None)
             elif isinstance(spec, dict) and isinstance(spec.get("nodeName"), str):
                 self._pod_nodes[pod] = sys.intern(spec["nodeName"])
-            for termination in records.terminations(obj):
+            for termination in extraction.terminations(obj):
                 key = (
                     termination.pod_uid,
                     termination.container,
@@ -167,7 +169,7 @@ class Recorder:
                 if key not in self._terminations:
                     self._terminations.add(key)
                     batch.terminations.append(termination)
-            eviction = records.eviction_from_pod(obj)
+            eviction = extraction.eviction_from_pod(obj)
             if eviction is not None and self._new_eviction(eviction):
                 batch.evictions.append(eviction)
         elif kind.kind == "Node":
@@ -175,7 +177,7 @@ class Recorder:
             if type_ == "DELETED":
                 self._nodes.pop(name, None)
             else:
-                batch.transitions.extend(records.node_transitions(self._nodes.get(name), obj))
+                batch.transitions.extend(extraction.node_transitions(self._nodes.get(name), obj))
                 self._nodes[name] = _conditions_only(obj)
         self._touch()
 
@@ -220,7 +222,7 @@ class Recorder:
                 moment = written
         return moment
 
-    def _new_eviction(self, eviction: records.EvictionRow) -> bool:
+    def _new_eviction(self, eviction: EvictionRow) -> bool:
         key = (eviction.pod_uid, eviction.source)
         if key in self._evictions:
             return False

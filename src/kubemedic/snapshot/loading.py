@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 import yaml
 
+from kubemedic.errors import InputError
 from kubemedic.model import objects, resources
 from kubemedic.model.quantities import QuantityError
 from kubemedic.model.view import KNOWN_KINDS, ClusterView
@@ -46,7 +47,7 @@ _PIECE_BYTES = 8 * 1024**2
 _ITEMS_OPENING = re.compile(rb'\n([ \t]+)"items": \[\n([ \t]+)\{\n')
 
 
-class SnapshotError(Exception):
+class SnapshotError(InputError):
     """A snapshot cannot be read. ``str()`` names the file and where in it."""
 
 
@@ -60,17 +61,6 @@ class LoadedSnapshot:
     unknown_kinds: Counter[str] = field(default_factory=Counter)
     spans: list[tuple[int, Path]] = field(default_factory=list)
     """``(index in bodies of the file's first object, file)``, in reading order."""
-
-    @property
-    def source_of(self) -> dict[int, Path]:
-        """``id(body)`` -> the file it came from."""
-        return dict(self._with_files())
-
-    def _with_files(self) -> Iterator[tuple[int, Path]]:
-        ends = [start for start, _ in self.spans[1:]] + [len(self.bodies)]
-        for (start, file), end in zip(self.spans, ends, strict=True):
-            for body in self.bodies[start:end]:
-                yield id(body), file
 
     def view(self, *, at: datetime | None = None) -> ClusterView:
         view = ClusterView.build(self.bodies, at=at)

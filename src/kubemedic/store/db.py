@@ -35,6 +35,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from kubemedic.checks.findings import Finding
+from kubemedic.errors import InputError
 from kubemedic.store import episodes, schema, writer
 
 __all__ = ["DEFAULT_DB", "Archive", "ArchiveError", "database_url"]
@@ -60,7 +61,7 @@ _DRIVERS: Final = {
 WRITE: Final = "kubemedic_write"
 
 
-class ArchiveError(Exception):
+class ArchiveError(InputError):
     """The archive cannot be opened or used: bad URL, unreachable server, not a database,
     unknown schema revision. The message names the URL (password masked)."""
 

@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, Engine, func, or_, select, union
 
-from kubemedic.model.records import EventRow
 from kubemedic.store import schema
+from kubemedic.store.records import EventRow
 
 __all__ = [
     "KIND_ALIASES",

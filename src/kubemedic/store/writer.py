@@ -43,15 +43,15 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from kubemedic.model.records import (
+from kubemedic.store import bulk, schema
+from kubemedic.store.episodes import REOPEN_AFTER, fingerprint, record_findings
+from kubemedic.store.records import (
     EventRow,
     EvictionRow,
     MetricSample,
     NodeTransition,
     TerminationRow,
 )
-from kubemedic.store import bulk, schema
-from kubemedic.store.episodes import REOPEN_AFTER, fingerprint, record_findings
 
 __all__ = [
     "EVICTION_SOURCES",

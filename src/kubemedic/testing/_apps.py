@@ -9,8 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubemedic.model.quantities import parse_quantity
-from kubemedic.testing import builders
-from kubemedic.testing import more_builders as mb
+from kubemedic.testing import bodies, lifelike
 
 Obj = dict[str, Any]
 
@@ -26,9 +25,7 @@ def container(
     readiness: Obj | None = None,
     args: list[str] | None = None,
 ) -> Obj:
-    body = builders.container(
-        name, image=image, requests=requests, limits=limits, liveness=liveness
-    )
+    body = bodies.container(name, image=image, requests=requests, limits=limits, liveness=liveness)
     if readiness:
         body["readinessProbe"] = readiness
     if ports:
@@ -81,7 +78,7 @@ def deploy(
 
     Statuses say ``ready`` of ``replicas`` pods are available (all by default).
     """
-    body = builders.deployment(
+    body = bodies.deployment(
         name,
         namespace=namespace,
         replicas=replicas,
@@ -90,7 +87,7 @@ def deploy(
         managed=managed,
         created=created,
     )
-    mb.relabel(body, selector, extra=labels)
+    lifelike.relabel(body, selector, extra=labels)
     body["metadata"]["generation"] = revision
     body["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/revision"] = str(
         revision
@@ -110,8 +107,8 @@ def deploy(
             "type": "RollingUpdate",
         }
     )
-    pod_hash = mb.pod_template_hash(namespace, name, str(revision))
-    rs = builders.replicaset(body, pod_hash=pod_hash, created=rolled)
+    pod_hash = lifelike.pod_template_hash(namespace, name, str(revision))
+    rs = bodies.replicaset(body, pod_hash=pod_hash, created=rolled)
     rs["metadata"]["labels"] = {**selector, "pod-template-hash": pod_hash}
     rs["spec"]["selector"] = {"matchLabels": {**selector, "pod-template-hash": pod_hash}}
     rs["metadata"]["generation"] = 1
@@ -143,7 +140,7 @@ def set_status(
         "deployment.kubernetes.io/max-replicas": str(replicas + surge),
         "deployment.kubernetes.io/revision": str(revision),
     }
-    rs["metadata"]["ownerReferences"] = [mb.owner_reference(deployment)]
+    rs["metadata"]["ownerReferences"] = [lifelike.owner_reference(deployment)]
     count = ready if active is None else active
     rs["status"] = {
         "availableReplicas": ready,
@@ -155,7 +152,7 @@ def set_status(
     if not ready:
         for key in ("availableReplicas", "readyReplicas"):
             del rs["status"][key]
-    since = builders.stamp(rolled)
+    since = bodies.stamp(rolled)
     name = rs["metadata"]["name"]
     available = ready >= replicas - (replicas // 4 if surge else 0) and ready > 0
     conditions = [
@@ -211,7 +208,7 @@ def pod_metrics(pod: Obj, *, at: datetime, usage: dict[str, dict[str, str]] | No
         if c["name"] in given:
             values[c["name"]] = dict(given[c["name"]])
             continue
-        seed = mb.digest("usage", pod["metadata"]["name"], c["name"])
+        seed = lifelike.digest("usage", pod["metadata"]["name"], c["name"])
         requests = c.get("resources", {}).get("requests", {})
         memory = requests.get("memory")
         cpu = requests.get("cpu")
@@ -229,7 +226,7 @@ def pod_metrics(pod: Obj, *, at: datetime, usage: dict[str, dict[str, str]] | No
             "cpu": f"{nanocores + seed[4]}n",
             "memory": f"{memory_bytes // 1024}Ki",
         }
-    return builders.pod_metrics(pod, values, at=at)
+    return bodies.pod_metrics(pod, values, at=at)
 
 
 def node_metrics(name: str, pods: list[Obj], *, at: datetime, system: int = 1200) -> Obj:
@@ -240,7 +237,7 @@ def node_metrics(name: str, pods: list[Obj], *, at: datetime, system: int = 1200
         for c in metrics["containers"]:
             memory += int(parse_quantity(c["usage"]["memory"]).value)
             cpu += int(parse_quantity(c["usage"]["cpu"]).value * 10**9)
-    return builders.node_metrics(name, cpu=f"{cpu}n", memory=f"{memory // 1024}Ki", at=at)
+    return bodies.node_metrics(name, cpu=f"{cpu}n", memory=f"{memory // 1024}Ki", at=at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,9 +297,9 @@ def rollout(
         recreate=recreate,
     )
     pods = [
-        mb.controlled_pod(
+        lifelike.controlled_pod(
             rs,
-            f"{rs['metadata']['name']}-{mb.kube_name(app.namespace, app.name, str(i))}",
+            f"{rs['metadata']['name']}-{lifelike.kube_name(app.namespace, app.name, str(i))}",
             node=node,
             created=rolled + timedelta(seconds=2 + 5 * i),
             modern=modern,

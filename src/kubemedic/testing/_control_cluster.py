@@ -15,8 +15,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubemedic.testing import _apps, _gke, builders
-from kubemedic.testing import more_builders as mb
+from kubemedic.testing import _apps, _gke, bodies, lifelike
 
 Obj = dict[str, Any]
 
@@ -65,7 +64,7 @@ def _nodes() -> dict[str, list[Obj]]:
                 created=first + step * i,
                 labels=labels,
                 taints=[taint] if taint else None,
-                heartbeat=NOW - timedelta(seconds=(i + j) and mb.digest(pool, str(i))[0]),
+                heartbeat=NOW - timedelta(seconds=(i + j) and lifelike.digest(pool, str(i))[0]),
             )
             for i in range(count)
         ]
@@ -77,7 +76,7 @@ def _argo_managed(app: str, kind: str, ns: str, name: str) -> tuple[Obj, list[Ob
     """Argo CD's tracking annotation and the managedFields of an object only it writes."""
     annotations = {"argocd.argoproj.io/tracking-id": f"{app}:apps/{kind}:{ns}/{name}"}
     managed = [
-        builders.managed_entry(
+        bodies.managed_entry(
             manager="argocd-controller",
             time=SYNCED,
             fields={
@@ -95,12 +94,12 @@ def _argo_managed(app: str, kind: str, ns: str, name: str) -> tuple[Obj, list[Ob
                 },
             },
         ),
-        builders.managed_entry(
+        bodies.managed_entry(
             manager="kube-controller-manager",
             time=SYNCED,
             fields={"f:metadata": {"f:annotations": {"f:deployment.kubernetes.io/revision": {}}}},
         ),
-        builders.managed_entry(
+        bodies.managed_entry(
             manager="kube-controller-manager",
             subresource="status",
             time=SYNCED + timedelta(seconds=35),
@@ -119,7 +118,7 @@ def _argo_managed(app: str, kind: str, ns: str, name: str) -> tuple[Obj, list[Ob
 
 _Z2JH = {"chart": "jupyterhub-4.0.0", "heritage": "Helm"}
 _HELM = {"app.kubernetes.io/managed-by": "Helm"}
-_CORE = mb.node_affinity("hub.jupyter.org/node-purpose", "core")
+_CORE = lifelike.node_affinity("hub.jupyter.org/node-purpose", "core")
 _MONITORING = {
     "tolerations": [
         {"effect": "NoSchedule", "key": "workload", "operator": "Equal", "value": "monitoring"}
@@ -207,7 +206,7 @@ def _workloads(nodes: dict[str, list[Obj]]) -> tuple[list[Obj], list[Obj]]:
             annotations, managed = (
                 {},
                 [
-                    builders.managed_entry(
+                    bodies.managed_entry(
                         manager="kubectl-client-side-apply",
                         time=SINCE,
                         fields={"f:spec": {"f:template": {}}},
@@ -259,7 +258,7 @@ def _users(nodes: list[Obj]) -> tuple[list[Obj], list[Obj]]:
     for i, user in enumerate(("dana", "ilker", "mei-2dling", "oskar")):
         node_body = nodes[i % len(nodes)]
         created = NOW - timedelta(hours=2, minutes=55) + timedelta(minutes=50 * i)
-        pod = mb.controlled_pod(
+        pod = lifelike.controlled_pod(
             None,
             f"jupyter-{user}",
             namespace="prod",
@@ -298,7 +297,7 @@ def _users(nodes: list[Obj]) -> tuple[list[Obj], list[Obj]]:
         if NOW - created <= timedelta(hours=1):
             host = node_body["metadata"]["name"]
             events.append(
-                mb.emit(
+                lifelike.emit(
                     pod,
                     "Scheduled",
                     f"Successfully assigned prod/jupyter-{user} to {host}",
@@ -316,7 +315,7 @@ def _users(nodes: list[Obj]) -> tuple[list[Obj], list[Obj]]:
                 ("Started", "Started container notebook"),
             ):
                 events.append(
-                    mb.emit(
+                    lifelike.emit(
                         pod,
                         reason,
                         message,
@@ -325,9 +324,9 @@ def _users(nodes: list[Obj]) -> tuple[list[Obj], list[Obj]]:
                         field_path="spec.containers{notebook}",
                     )
                 )
-    culled = builders.pod("jupyter-rafael", namespace="prod")
+    culled = bodies.pod("jupyter-rafael", namespace="prod")
     events.append(
-        mb.emit(
+        lifelike.emit(
             culled,
             "Killing",
             "Stopping container notebook",
@@ -346,7 +345,7 @@ def build() -> list[Obj]:
     daemonsets = _gke.system_daemonsets(CLUSTER, created=SINCE, calico=True)
     for ds in daemonsets:
         ds["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
-        ds["status"] = mb.daemonset_status(len(every), len(every))
+        ds["status"] = lifelike.daemonset_status(len(every), len(every))
     objects.extend(daemonsets)
     for n in every:
         pods.extend(
@@ -354,7 +353,8 @@ def build() -> list[Obj]:
                 CLUSTER,
                 daemonsets,
                 n,
-                started=mb.parse_stamp(n["metadata"]["creationTimestamp"]) + timedelta(seconds=25),
+                started=lifelike.parse_stamp(n["metadata"]["creationTimestamp"])
+                + timedelta(seconds=25),
             )
         )
     user_pods, events = _users(nodes["user"])

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubemedic.testing import builders
-from kubemedic.testing import more_builders as mb
+from kubemedic.testing import bodies, lifelike
 
 Obj = dict[str, Any]
 
@@ -101,10 +100,10 @@ def node(
 ) -> Obj:
     """A GKE node of ``pool``. ``ready=False`` is a node still waiting for its CNI."""
     spec_m = MACHINES[machine]
-    group = mb.digest("group", cluster.name, pool, zone).hex()[:8]
+    group = lifelike.digest("group", cluster.name, pool, zone).hex()[:8]
     suffix = "".join(
         "abcdefghijklmnopqrstuvwxyz0123456789"[b % 36]
-        for b in mb.digest("node", cluster.name, pool, zone, str(index))[:4]
+        for b in lifelike.digest("node", cluster.name, pool, zone, str(index))[:4]
     )
     name = f"gke-{cluster.name}-{pool}-{group}-{suffix}"
     node_labels = {
@@ -128,7 +127,7 @@ def node(
         "topology.kubernetes.io/zone": zone,
         **(labels or {}),
     }
-    body = builders.node(
+    body = bodies.node(
         name,
         cpu=spec_m.cpu,
         memory=spec_m.memory,
@@ -142,7 +141,7 @@ def node(
     instance = f"projects/{cluster.project}/zones/{zone}/instances/{name}"
     body["metadata"]["annotations"] = {
         "container.googleapis.com/instance_id": str(
-            int.from_bytes(mb.digest("instance", name)[:8], "big") % 10**19
+            int.from_bytes(lifelike.digest("instance", name)[:8], "big") % 10**19
         ),
         "csi.volume.kubernetes.io/nodeid": '{"pd.csi.storage.gke.io":"' + instance + '"}',
         "node.alpha.kubernetes.io/ttl": "0",
@@ -151,7 +150,7 @@ def node(
         ),
         "volumes.kubernetes.io/controller-managed-attach-detach": "true",
     }
-    cidr = f"{cluster.pod_range}.{mb.digest('cidr', name)[0]}.0/24"
+    cidr = f"{cluster.pod_range}.{lifelike.digest('cidr', name)[0]}.0/24"
     body["spec"] = {
         "podCIDR": cidr,
         "podCIDRs": [cidr],
@@ -171,48 +170,50 @@ def node(
         }
     born, route = created + timedelta(seconds=2), created + timedelta(seconds=8)
     conditions = [
-        mb.condition(kind, "False", reason=reason, message=message, beat=heartbeat, since=born)
+        lifelike.condition(
+            kind, "False", reason=reason, message=message, beat=heartbeat, since=born
+        )
         for kind, reason, message in _NPD
     ]
     conditions.append(
-        mb.condition("NetworkUnavailable", "True", reason="NoRouteCreated",
+        lifelike.condition("NetworkUnavailable", "True", reason="NoRouteCreated",
                      message="Node created without a route", beat=born, since=born)
         if network_unavailable
-        else mb.condition("NetworkUnavailable", "False", reason="RouteCreated",
+        else lifelike.condition("NetworkUnavailable", "False", reason="RouteCreated",
                           message="NodeController create implicit route", beat=route,
                           since=route)
     )  # fmt: skip
     pressure = "True" if memory_pressure_since else "False"
-    conditions.append(mb.condition("MemoryPressure", pressure, beat=heartbeat,
+    conditions.append(lifelike.condition("MemoryPressure", pressure, beat=heartbeat,
                                    since=memory_pressure_since or born))  # fmt: skip
-    conditions.extend(mb.condition(kind, "False", beat=heartbeat, since=born)
+    conditions.extend(lifelike.condition(kind, "False", beat=heartbeat, since=born)
                       for kind in ("DiskPressure", "PIDPressure"))  # fmt: skip
     conditions.append(
-        mb.condition("Ready", "True", beat=heartbeat,
+        lifelike.condition("Ready", "True", beat=heartbeat,
                      since=ready_since or created + timedelta(seconds=21))
         if ready
-        else mb.condition("Ready", "False", reason="KubeletNotReady", message=NOT_READY_CNI,
+        else lifelike.condition("Ready", "False", reason="KubeletNotReady", message=NOT_READY_CNI,
                           beat=heartbeat, since=born)
     )  # fmt: skip
     status["conditions"] = conditions
     status["addresses"] = [
-        {"address": mb.ip_in(cluster.node_range, name), "type": "InternalIP"},
-        {"address": mb.ip_in("34", name), "type": "ExternalIP"},
+        {"address": lifelike.ip_in(cluster.node_range, name), "type": "InternalIP"},
+        {"address": lifelike.ip_in("34", name), "type": "ExternalIP"},
         {"address": f"{name}.c.{cluster.project}.internal", "type": "InternalDNS"},
         {"address": f"{name}.c.{cluster.project}.internal", "type": "Hostname"},
     ]
     status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 10250}}
     status["nodeInfo"] = {
         "architecture": "amd64",
-        "bootID": builders.uid_for("boot", name),
+        "bootID": bodies.uid_for("boot", name),
         "containerRuntimeVersion": cluster.runtime,
         "kernelVersion": cluster.kernel,
         "kubeProxyVersion": cluster.version,
         "kubeletVersion": cluster.version,
-        "machineID": mb.digest("machine", name).hex()[:32],
+        "machineID": lifelike.digest("machine", name).hex()[:32],
         "operatingSystem": "linux",
         "osImage": "Container-Optimized OS from Google",
-        "systemUUID": builders.uid_for("system", name),
+        "systemUUID": bodies.uid_for("system", name),
     }
     return body
 
@@ -222,7 +223,7 @@ def taint(key: str, value: str | None, effect: str, added: datetime | None = Non
     if value is not None:
         body["value"] = value
     if added is not None:
-        body["timeAdded"] = builders.stamp(added)
+        body["timeAdded"] = bodies.stamp(added)
     return body
 
 
@@ -258,11 +259,11 @@ def system_daemonsets(cluster: Cluster, *, created: datetime, calico: bool) -> l
     network policy on), all ``system-node-critical``."""
     chosen = _DAEMONS + (_NETWORK_POLICY_DAEMONS if calico else ())
     return [
-        mb.daemonset(
+        lifelike.daemonset(
             name,
             namespace="kube-system",
             containers=[
-                builders.container(
+                bodies.container(
                     container,
                     image=cluster.image(image),
                     requests={"cpu": cpu, **({"memory": memory} if memory else {})},
@@ -284,7 +285,7 @@ def system_daemonsets(cluster: Cluster, *, created: datetime, calico: bool) -> l
 def kube_proxy(cluster: Cluster, node_body: Obj, *, started: datetime) -> Obj:
     """The kube-proxy static pod's mirror: owned by its Node, as every mirror pod is."""
     node_name = node_body["metadata"]["name"]
-    body = mb.controlled_pod(
+    body = lifelike.controlled_pod(
         None,
         f"kube-proxy-{node_name}",
         namespace="kube-system",
@@ -294,7 +295,7 @@ def kube_proxy(cluster: Cluster, node_body: Obj, *, started: datetime) -> Obj:
         modern=cluster.modern,
         extra_spec={
             "containers": [
-                builders.container(
+                bodies.container(
                     "kube-proxy",
                     image=cluster.image(f"kube-proxy-amd64:{cluster.version}"),
                     requests={"cpu": "100m"},
@@ -308,11 +309,11 @@ def kube_proxy(cluster: Cluster, node_body: Obj, *, started: datetime) -> Obj:
             ],
         },
     )
-    config_hash = mb.digest("kube-proxy", cluster.version).hex()[:32]
+    config_hash = lifelike.digest("kube-proxy", cluster.version).hex()[:32]
     body["metadata"]["annotations"] = {
         "kubernetes.io/config.hash": config_hash,
         "kubernetes.io/config.mirror": config_hash,
-        "kubernetes.io/config.seen": builders.stamp(started),
+        "kubernetes.io/config.seen": bodies.stamp(started),
         "kubernetes.io/config.source": "file",
     }
     body["metadata"]["ownerReferences"] = [
@@ -342,9 +343,9 @@ def daemon_pods(
     pods = [kube_proxy(cluster, node_body, started=started)]
     for ds in daemonsets:
         meta = ds["metadata"]
-        name = f"{meta['name']}-{mb.kube_name(meta['namespace'], meta['name'], node_name)}"
+        name = f"{meta['name']}-{lifelike.kube_name(meta['namespace'], meta['name'], node_name)}"
         host_network = bool(ds["spec"]["template"]["spec"].get("hostNetwork"))
-        pod = mb.controlled_pod(
+        pod = lifelike.controlled_pod(
             ds,
             name,
             node=node_body,
@@ -352,7 +353,7 @@ def daemon_pods(
             phase="Running" if running or host_network else "Pending",
             ready=running,
             labels={
-                "controller-revision-hash": mb.pod_template_hash("ds", meta["name"]),
+                "controller-revision-hash": lifelike.pod_template_hash("ds", meta["name"]),
                 "pod-template-generation": "1",
             },
             modern=cluster.modern,
@@ -361,7 +362,7 @@ def daemon_pods(
             pod["status"]["conditions"] = [
                 {
                     "lastProbeTime": None,
-                    "lastTransitionTime": builders.stamp(started),
+                    "lastTransitionTime": bodies.stamp(started),
                     "status": "True",
                     "type": "PodScheduled",
                 }

@@ -22,8 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubemedic.testing import _gke
-from kubemedic.testing import more_builders as mb
+from kubemedic.testing import _gke, lifelike
 
 Obj = dict[str, Any]
 
@@ -59,7 +58,7 @@ EVICTION = (
 
 def _beat(name: str) -> datetime:
     """Ready nodes rewrite their status heartbeat every 5 minutes (the Lease is the real one)."""
-    return NOW - timedelta(seconds=5 + mb.digest("beat", name)[0] % 280)
+    return NOW - timedelta(seconds=5 + lifelike.digest("beat", name)[0] % 280)
 
 
 def _nodes() -> tuple[list[Obj], list[Obj], list[Obj], list[Obj], list[Obj]]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubemedic.testing import _apps, builders
+from kubemedic.testing import _apps, bodies, lifelike
 from kubemedic.testing import _hub_cluster as hub
-from kubemedic.testing import more_builders as mb
 
 Obj = dict[str, Any]
 
@@ -16,7 +15,7 @@ KILLED = datetime(2023, 2, 1, 18, 4, 30, tzinfo=UTC)
 EVICTED = datetime(2023, 2, 1, 18, 6, 5, tzinfo=UTC)
 OOM = datetime(2023, 2, 1, 17, 31, 12, tzinfo=UTC)
 HUB_IMAGE = "quay.io/jupyterhub/k8s-hub:2.0.0"
-_CORE = mb.node_affinity("hub.jupyter.org/node-purpose", "core", required=False)
+_CORE = lifelike.node_affinity("hub.jupyter.org/node-purpose", "core", required=False)
 _HELM = {"app.kubernetes.io/managed-by": "Helm"}
 _SYSTEM = {"priorityClassName": "system-cluster-critical"}
 
@@ -139,16 +138,16 @@ def _hub(node2: Obj) -> tuple[list[Obj], list[Obj], list[Obj]]:
     )
     host = node2["metadata"]["name"]
     up = datetime(2023, 1, 30, 11, 2, 31, tzinfo=UTC)
-    old = mb.controlled_pod(
+    old = lifelike.controlled_pod(
         rs,
-        f"{rs['metadata']['name']}-{mb.kube_name('hub', 'a')}",
+        f"{rs['metadata']['name']}-{lifelike.kube_name('hub', 'a')}",
         node=node2,
         created=up - timedelta(seconds=9),
         started=up,
         modern=False,
         restarts={"hub": 1},
         last_states={
-            "hub": mb.terminated(
+            "hub": lifelike.terminated(
                 reason="Error",
                 exit_code=137,
                 started=up,
@@ -167,7 +166,7 @@ def _hub(node2: Obj) -> tuple[list[Obj], list[Obj], list[Obj]]:
                 {
                     "status": "False",
                     "reason": "PodFailed",
-                    "lastTransitionTime": builders.stamp(EVICTED),
+                    "lastTransitionTime": bodies.stamp(EVICTED),
                 }
             )
     old["status"]["containerStatuses"][0].update(
@@ -185,9 +184,9 @@ def _hub(node2: Obj) -> tuple[list[Obj], list[Obj], list[Obj]]:
             },
         }
     )
-    new = mb.controlled_pod(
+    new = lifelike.controlled_pod(
         rs,
-        f"{rs['metadata']['name']}-{mb.kube_name('hub', 'b')}",
+        f"{rs['metadata']['name']}-{lifelike.kube_name('hub', 'b')}",
         node=node2,
         created=EVICTED + timedelta(seconds=2),
         started=EVICTED + timedelta(seconds=16),
@@ -231,7 +230,7 @@ def _hub(node2: Obj) -> tuple[list[Obj], list[Obj], list[Obj]]:
     ]
     # fmt: on
     events = [
-        mb.emit(
+        lifelike.emit(
             about,
             reason,
             message,
@@ -275,16 +274,16 @@ def _prometheus(node2: Obj) -> tuple[list[Obj], list[Obj], list[Obj]]:
         pod_spec={**_CORE, "serviceAccountName": "support-prometheus-server"},
     )
     up = SINCE + timedelta(days=9, seconds=20)
-    pod = mb.controlled_pod(
+    pod = lifelike.controlled_pod(
         rs,
-        f"{rs['metadata']['name']}-{mb.kube_name('prom')}",
+        f"{rs['metadata']['name']}-{lifelike.kube_name('prom')}",
         node=node2,
         created=up - timedelta(seconds=9),
         started=up,
         modern=False,
         restarts={"prometheus-server": 1},
         last_states={
-            "prometheus-server": mb.terminated(
+            "prometheus-server": lifelike.terminated(
                 reason="OOMKilled",
                 exit_code=137,
                 started=up,
@@ -294,11 +293,11 @@ def _prometheus(node2: Obj) -> tuple[list[Obj], list[Obj], list[Obj]]:
         },
         states={
             "prometheus-server": {
-                "running": {"startedAt": builders.stamp(OOM + timedelta(seconds=2))}
+                "running": {"startedAt": bodies.stamp(OOM + timedelta(seconds=2))}
             }
         },
     )
-    kill = mb.emit(
+    kill = lifelike.emit(
         node2,
         "OOMKilling",
         "Memory cgroup out of memory: Killed process 2481766 (prometheus) "

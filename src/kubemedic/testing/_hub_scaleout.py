@@ -8,9 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubemedic.testing import _apps, _gke, _hub_core, builders
+from kubemedic.testing import _apps, _gke, _hub_core, bodies, lifelike
 from kubemedic.testing import _hub_cluster as hub
-from kubemedic.testing import more_builders as mb
 
 Obj = dict[str, Any]
 
@@ -38,7 +37,7 @@ def _dask_owner() -> Obj:
         "apiVersion": "gateway.dask.org/v1alpha1",
         "kind": "DaskCluster",
         "name": hub.DASK_ID,
-        "uid": builders.uid_for("DaskCluster", "prod", hub.DASK_ID),
+        "uid": bodies.uid_for("DaskCluster", "prod", hub.DASK_ID),
         "controller": True,
         "blockOwnerDeletion": True,
     }
@@ -58,7 +57,7 @@ def _dask_pod(
         for sep in ("/", "_")
     ]
     purpose = "worker" if component == "worker" else "scheduler"
-    pod = mb.controlled_pod(
+    pod = lifelike.controlled_pod(
         None,
         name,
         namespace="prod",
@@ -109,7 +108,7 @@ def _dask_pod(
         pod["status"]["conditions"] = [
             {
                 "lastProbeTime": None,
-                "lastTransitionTime": builders.stamp(created + timedelta(seconds=1)),
+                "lastTransitionTime": bodies.stamp(created + timedelta(seconds=1)),
                 "message": hub.FAILED_SCHEDULING,
                 "reason": "Unschedulable",
                 "status": "False",
@@ -128,7 +127,7 @@ def _dask(workers: list[Obj], users: list[Obj]) -> tuple[list[Obj], list[Obj]]:
         pods.append(
             _dask_pod(
                 "worker",
-                mb.kube_name(hub.DASK_ID, str(i)),
+                lifelike.kube_name(hub.DASK_ID, str(i)),
                 node=node_body,
                 created=created,
                 requests=worker_requests,
@@ -143,7 +142,7 @@ def _dask(workers: list[Obj], users: list[Obj]) -> tuple[list[Obj], list[Obj]]:
             requests={"cpu": "1", "memory": "4Gi"},
         )
     )
-    group = mb.digest("group", hub.CLUSTER.name, "dask-medium", hub.ZONE).hex()[:8]
+    group = lifelike.digest("group", hub.CLUSTER.name, "dask-medium", hub.ZONE).hex()[:8]
     scale_up = (
         "pod triggered scale-up: [{https://www.googleapis.com/compute/v1/projects/"
         f"{hub.CLUSTER.project}/zones/{hub.ZONE}/instanceGroups/gke-{hub.CLUSTER.name}-"
@@ -153,7 +152,7 @@ def _dask(workers: list[Obj], users: list[Obj]) -> tuple[list[Obj], list[Obj]]:
         created = datetime(2023, 2, 1, 18, 1, 5, tzinfo=UTC) + timedelta(seconds=i * 35 // 99)
         pod = _dask_pod(
             "worker",
-            mb.kube_name(hub.DASK_ID, "pending", str(i)),
+            lifelike.kube_name(hub.DASK_ID, "pending", str(i)),
             node=None,
             created=created,
             requests=worker_requests,
@@ -162,7 +161,7 @@ def _dask(workers: list[Obj], users: list[Obj]) -> tuple[list[Obj], list[Obj]]:
         retry = datetime(2023, 2, 1, 18, 5, 19, tzinfo=UTC) + timedelta(seconds=i % 11)
         events.extend(
             [
-                mb.emit(
+                lifelike.emit(
                     pod,
                     "FailedScheduling",
                     hub.EARLIER_SCHEDULING,
@@ -172,14 +171,14 @@ def _dask(workers: list[Obj], users: list[Obj]) -> tuple[list[Obj], list[Obj]]:
                     count=2,
                     component="default-scheduler",
                 ),
-                mb.emit(
+                lifelike.emit(
                     pod,
                     "TriggeredScaleUp",
                     scale_up,
                     first=created + timedelta(seconds=14),
                     component="cluster-autoscaler",
                 ),
-                mb.emit(
+                lifelike.emit(
                     pod,
                     "FailedScheduling",
                     hub.FAILED_SCHEDULING,
@@ -199,7 +198,7 @@ def _users(users: list[Obj]) -> list[Obj]:
     for i, name in enumerate(_USERS):
         node_body = users[i % len(users)]
         created = datetime(2023, 2, 1, 14, 9, 41, tzinfo=UTC) + timedelta(minutes=15 * i + i % 4)
-        pod = mb.controlled_pod(
+        pod = lifelike.controlled_pod(
             None,
             f"jupyter-{name}",
             namespace="prod",
@@ -268,7 +267,7 @@ def build() -> list[Obj]:
         hub.CLUSTER, created=datetime(2022, 11, 14, 9, 8, tzinfo=UTC), calico=True
     )
     daemonsets.append(
-        mb.daemonset(
+        lifelike.daemonset(
             "support-prometheus-node-exporter",
             namespace="support",
             created=datetime(2022, 11, 14, 10, 1, tzinfo=UTC),
@@ -290,7 +289,7 @@ def build() -> list[Obj]:
     all_nodes = [*core, *users, *workers, *fresh]
     for ds in daemonsets:
         ds["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
-        ds["status"] = mb.daemonset_status(len(all_nodes), 30)
+        ds["status"] = lifelike.daemonset_status(len(all_nodes), 30)
     for node_body in all_nodes:
         meta = node_body["metadata"]
         ready = node_body["status"]["conditions"][-1]["status"] == "True"
@@ -299,7 +298,7 @@ def build() -> list[Obj]:
                 hub.CLUSTER,
                 daemonsets,
                 node_body,
-                started=mb.parse_stamp(meta["creationTimestamp"]) + timedelta(seconds=6),
+                started=lifelike.parse_stamp(meta["creationTimestamp"]) + timedelta(seconds=6),
                 running=ready,
             )
         )
@@ -309,10 +308,12 @@ def build() -> list[Obj]:
     events.extend(dask_events)
     for i, node_body in enumerate(fresh):
         name = node_body["metadata"]["name"]
-        created = mb.parse_stamp(node_body["metadata"]["creationTimestamp"])
-        events.append(mb.emit(node_body, "Starting", "Starting kubelet.", first=created, host=name))
+        created = lifelike.parse_stamp(node_body["metadata"]["creationTimestamp"])
         events.append(
-            mb.emit(
+            lifelike.emit(node_body, "Starting", "Starting kubelet.", first=created, host=name)
+        )
+        events.append(
+            lifelike.emit(
                 node_body,
                 "RegisteredNode",
                 f"Node {name} event: Registered Node {name} in Controller",
@@ -322,7 +323,7 @@ def build() -> list[Obj]:
         )
         if i < 4:
             events.append(
-                mb.emit(
+                lifelike.emit(
                     node_body,
                     "NodeReady",
                     f"Node {name} status is now: NodeReady",

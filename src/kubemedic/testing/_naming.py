@@ -34,5 +34,5 @@ def ip_in(prefix: str, *parts: str) -> str:
 
 
 def parse_stamp(text: str) -> datetime:
-    """The inverse of ``builders.stamp``."""
+    """The inverse of ``bodies.stamp``."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)

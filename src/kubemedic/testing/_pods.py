@@ -1,4 +1,4 @@
-"""Pods as the API server, the controllers and the kubelet leave them (see ``more_builders``)."""
+"""Pods as the API server, the controllers and the kubelet leave them (see ``lifelike``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubemedic.testing import builders
+from kubemedic.testing import bodies
 from kubemedic.testing._naming import digest, kube_name
 
 Obj = dict[str, Any]
@@ -58,9 +58,9 @@ def terminated(
         "terminated": {
             "containerID": container_id,
             "exitCode": exit_code,
-            "finishedAt": builders.stamp(finished),
+            "finishedAt": bodies.stamp(finished),
             "reason": reason,
-            "startedAt": builders.stamp(started),
+            "startedAt": bodies.stamp(started),
         }
     }
 
@@ -78,7 +78,7 @@ def mark_deleted(pod: Obj, when: datetime) -> Obj:
     """Deletion requested at ``when``: the API server sets ``deletionTimestamp`` to the end of
     the grace period, and the pod stays (Terminating) until its kubelet confirms."""
     grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
-    pod["metadata"]["deletionTimestamp"] = builders.stamp(when + timedelta(seconds=grace))
+    pod["metadata"]["deletionTimestamp"] = bodies.stamp(when + timedelta(seconds=grace))
     pod["metadata"]["deletionGracePeriodSeconds"] = grace
     return pod
 
@@ -99,7 +99,7 @@ def finish_pod(
     deleted: datetime | None = None,
     modern: bool = True,
 ) -> Obj:
-    """Complete a ``builders.pod`` body as the API server and the kubelet would.
+    """Complete a ``bodies.pod`` body as the API server and the kubelet would.
 
     Adds the admission defaults (tolerations, service account, projected token volume), and for a
     pod the kubelet has started (``started`` given, phase Running) its IPs, QoS class, conditions
@@ -168,11 +168,11 @@ def finish_pod(
     if pod_ip:
         status["podIP"] = pod_ip
         status["podIPs"] = [{"ip": pod_ip}]
-    created = builders.stamp(started - timedelta(seconds=2))
-    ready_at = builders.stamp(started + timedelta(seconds=4))
+    created = bodies.stamp(started - timedelta(seconds=2))
+    ready_at = bodies.stamp(started + timedelta(seconds=4))
     flag = "True" if ready else "False"
     conditions = [
-        ("PodReadyToStartContainers", "True", builders.stamp(started)),
+        ("PodReadyToStartContainers", "True", bodies.stamp(started)),
         ("Initialized", "True", created),
         ("Ready", flag, ready_at),
         ("ContainersReady", flag, ready_at),
@@ -187,7 +187,7 @@ def finish_pod(
     statuses = []
     for c in spec["containers"]:
         count = (restarts or {}).get(c["name"], 0)
-        state = (states or {}).get(c["name"]) or {"running": {"startedAt": builders.stamp(started)}}
+        state = (states or {}).get(c["name"]) or {"running": {"startedAt": bodies.stamp(started)}}
         statuses.append(
             {
                 "containerID": _container_id(namespace, name, c["name"], str(count)),
@@ -252,7 +252,7 @@ def controlled_pod(
     template = owner["spec"]["template"] if owner else {"metadata": {}, "spec": {}}
     template_spec = copy.deepcopy(template["spec"])
     containers = template_spec.pop("containers", None) or (extra_spec or {}).get("containers")
-    body = builders.pod(
+    body = bodies.pod(
         name,
         namespace=namespace or (owner["metadata"]["namespace"] if owner else "default"),
         node_name=node["metadata"]["name"] if node else None,

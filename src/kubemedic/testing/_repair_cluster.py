@@ -17,9 +17,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubemedic.testing import _apps, builders
+from kubemedic.testing import _apps, bodies, lifelike
 from kubemedic.testing import _repair_nodes as rn
-from kubemedic.testing import more_builders as mb
 
 Obj = dict[str, Any]
 
@@ -79,7 +78,7 @@ def _daemonsets() -> list[Obj]:
         ),
     ]
     return [
-        mb.daemonset(
+        lifelike.daemonset(
             name,
             namespace=ns,
             containers=[c],
@@ -108,12 +107,13 @@ def _static_pods(plane: Obj) -> list[Obj]:
             else "k8s.gcr.io/etcd:3.4.13-0"
         )
         requests = {"cpu": cpu, **({"memory": "100Mi"} if component == "etcd" else {})}
-        pod = mb.controlled_pod(
+        pod = lifelike.controlled_pod(
             None,
             f"{component}-{name}",
             namespace="kube-system",
             node=plane,
-            created=mb.parse_stamp(plane["metadata"]["creationTimestamp"]) + timedelta(seconds=20),
+            created=lifelike.parse_stamp(plane["metadata"]["creationTimestamp"])
+            + timedelta(seconds=20),
             labels={"component": component, "tier": "control-plane"},
             extra_spec={
                 "containers": [_apps.container(component, image, requests=requests)],
@@ -142,7 +142,7 @@ def _not_ready(pod: Obj, since: datetime) -> None:
     kubelet last reported it."""
     for condition in pod["status"].get("conditions", []):
         if condition["type"] == "Ready":
-            condition.update({"status": "False", "lastTransitionTime": builders.stamp(since)})
+            condition.update({"status": "False", "lastTransitionTime": bodies.stamp(since)})
 
 
 _HARBOR = "harbor.ake.internal/ads"
@@ -189,28 +189,31 @@ def _replaced(
     for i, old in enumerate(list(pods)):
         if old["spec"]["nodeName"] != dead["metadata"]["name"]:
             continue
-        mb.mark_deleted(old, EVICT)
+        lifelike.mark_deleted(old, EVICT)
         _not_ready(old, rn.UNREACHABLE_SINCE)
         host = where[(i + 1) % len(where)]
-        name = f"{rs['metadata']['name']}-{mb.kube_name(app.namespace, app.name, str(i), 'new')}"
-        new = mb.controlled_pod(rs, name, node=host, created=EVICT, modern=False)
+        name = (
+            f"{rs['metadata']['name']}-{lifelike.kube_name(app.namespace, app.name, str(i), 'new')}"
+        )
+        new = lifelike.controlled_pod(rs, name, node=host, created=EVICT, modern=False)
         pods.append(new)
         on = host["metadata"]["name"]
         field = f"spec.containers{{{container}}}"
+        emit = lifelike.emit
         events += [
-            mb.emit(old, "NodeNotReady", "Node is not ready", type="Warning",
+            emit(old, "NodeNotReady", "Node is not ready", type="Warning",
                     first=rn.UNREACHABLE_SINCE + timedelta(seconds=1), component="node-controller"),
-            mb.emit(old, "TaintManagerEviction", f"Marking for deletion Pod {app.namespace}/"
+            emit(old, "TaintManagerEviction", f"Marking for deletion Pod {app.namespace}/"
                     f"{old['metadata']['name']}", first=EVICT, component="taint-controller"),
-            mb.emit(rs, "SuccessfulCreate", f"Created pod: {name}", first=EVICT,
+            emit(rs, "SuccessfulCreate", f"Created pod: {name}", first=EVICT,
                     component="replicaset-controller"),
-            mb.emit(new, "Scheduled", f"Successfully assigned {app.namespace}/{name} to {on}",
+            emit(new, "Scheduled", f"Successfully assigned {app.namespace}/{name} to {on}",
                     first=EVICT, component="default-scheduler"),
-            mb.emit(new, "Pulled", f'Container image "{app.image}" already present on machine',
+            emit(new, "Pulled", f'Container image "{app.image}" already present on machine',
                     first=EVICT + timedelta(seconds=2), host=on, field_path=field),
-            mb.emit(new, "Created", f"Created container {container}",
+            emit(new, "Created", f"Created container {container}",
                     first=EVICT + timedelta(seconds=2), host=on, field_path=field),
-            mb.emit(new, "Started", f"Started container {container}",
+            emit(new, "Started", f"Started container {container}",
                     first=EVICT + timedelta(seconds=2), host=on, field_path=field),
         ]  # fmt: skip
     return deployment, rs, pods, events
@@ -226,18 +229,20 @@ def build() -> list[Obj]:
     daemonsets = _daemonsets()
     objects.extend(daemonsets)
     for i, n in enumerate(nodes):
-        started = mb.parse_stamp(n["metadata"]["creationTimestamp"]) + timedelta(seconds=35)
+        started = lifelike.parse_stamp(n["metadata"]["creationTimestamp"]) + timedelta(seconds=35)
         for ds in daemonsets:
-            pod_name = f"{ds['metadata']['name']}-{mb.kube_name(ds['metadata']['name'], str(i))}"
+            pod_name = (
+                f"{ds['metadata']['name']}-{lifelike.kube_name(ds['metadata']['name'], str(i))}"
+            )
             pods.append(
-                mb.controlled_pod(
+                lifelike.controlled_pod(
                     ds,
                     pod_name,
                     node=n,
                     created=started,
                     modern=False,
                     labels={
-                        "controller-revision-hash": mb.pod_template_hash(pod_name),
+                        "controller-revision-hash": lifelike.pod_template_hash(pod_name),
                         "pod-template-generation": "1",
                     },
                 )
@@ -250,7 +255,7 @@ def build() -> list[Obj]:
         objects.extend([body, rs])
         pods.extend(placed)
         events.extend(told)
-    redis = mb.statefulset(
+    redis = lifelike.statefulset(
         "redis-node",
         namespace="prod",
         created=SINCE,
@@ -268,7 +273,7 @@ def build() -> list[Obj]:
     )
     objects.append(redis)
     for ordinal, w in enumerate((2, 3, 7)):
-        pod = mb.controlled_pod(
+        pod = lifelike.controlled_pod(
             redis,
             f"redis-node-{ordinal}",
             node=workers[w],
@@ -283,7 +288,7 @@ def build() -> list[Obj]:
         if w == 3:
             _not_ready(pod, rn.UNREACHABLE_SINCE)
             events.append(
-                mb.emit(
+                lifelike.emit(
                     pod,
                     "TaintManagerEviction",
                     f"Marking for deletion Pod prod/redis-node-{ordinal}",
@@ -306,28 +311,28 @@ def build() -> list[Obj]:
 def _node_events(dead: Obj, sick: Obj, pods: list[Obj]) -> list[Obj]:
     dead_name, sick_name = dead["metadata"]["name"], sick["metadata"]["name"]
     events = [
-        mb.emit(
+        lifelike.emit(
             dead,
             "NodeNotReady",
             f"Node {dead_name} status is now: NodeNotReady",
             first=rn.UNREACHABLE_SINCE,
             component="node-controller",
         ),
-        mb.emit(
+        lifelike.emit(
             sick,
             "NodeNotReady",
             f"Node {sick_name} status is now: NodeNotReady",
             first=rn.RUNTIME_DOWN_SINCE,
             host=sick_name,
         ),
-        mb.emit(
+        lifelike.emit(
             sick,
             "NodeNotReady",
             f"Node {sick_name} status is now: NodeNotReady",
             first=rn.RUNTIME_DOWN_SINCE + timedelta(seconds=3),
             component="node-controller",
         ),
-        mb.emit(
+        lifelike.emit(
             sick,
             "ContainerGCFailed",
             "rpc error: code = Unavailable desc = connection "
@@ -348,7 +353,7 @@ def _node_events(dead: Obj, sick: Obj, pods: list[Obj]) -> list[Obj]:
         ):
             since = rn.RUNTIME_DOWN_SINCE if on == sick_name else rn.UNREACHABLE_SINCE
             events.append(
-                mb.emit(
+                lifelike.emit(
                     pod,
                     "NodeNotReady",
                     "Node is not ready",

@@ -11,14 +11,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubemedic.testing import builders
-from kubemedic.testing import more_builders as mb
+from kubemedic.testing import bodies, lifelike
 
 Obj = dict[str, Any]
 
 NOW = datetime(2021, 11, 4, 6, 41, 17, tzinfo=UTC)
 VERSION = "v1.21.5"
-MACHINE_SET = f"ake-c01-md-0-{mb.pod_template_hash('ake-c01', 'md-0')}"
+MACHINE_SET = f"ake-c01-md-0-{lifelike.pod_template_hash('ake-c01', 'md-0')}"
 UNREACHABLE_SINCE = NOW - timedelta(minutes=12, seconds=5)
 RUNTIME_DOWN_SINCE = NOW - timedelta(minutes=4, seconds=2)
 RUNTIME_DOWN = (
@@ -62,14 +61,14 @@ def node(
             }
         )
         taints.append({"effect": "NoSchedule", "key": "node-role.kubernetes.io/master"})
-    body = builders.node(
+    body = bodies.node(
         name, cpu=cpu, memory=memory, allocatable_memory=allocatable, labels=labels, created=created
     )
     meta = body["metadata"]
     meta["labels"] = dict(sorted(meta["labels"].items()))
     address = f"10.0.1.{20 + index}"
-    tunnel = f"192.168.{mb.digest('tunnel', name)[0]}.0"
-    vm = builders.uid_for("vm", name)
+    tunnel = f"192.168.{lifelike.digest('tunnel', name)[0]}.0"
+    vm = bodies.uid_for("vm", name)
     meta["annotations"] = {
         "cluster.x-k8s.io/cluster-name": "ake-c01",
         "cluster.x-k8s.io/cluster-namespace": "ake-c01",
@@ -90,12 +89,12 @@ def node(
             {
                 "effect": "NoSchedule",
                 "key": "node.kubernetes.io/unreachable",
-                "timeAdded": builders.stamp(UNREACHABLE_SINCE),
+                "timeAdded": bodies.stamp(UNREACHABLE_SINCE),
             },
             {
                 "effect": "NoExecute",
                 "key": "node.kubernetes.io/unreachable",
-                "timeAdded": builders.stamp(UNREACHABLE_SINCE + timedelta(seconds=5)),
+                "timeAdded": bodies.stamp(UNREACHABLE_SINCE + timedelta(seconds=5)),
             },
         ]
     if runtime_down:
@@ -103,37 +102,37 @@ def node(
             {
                 "effect": "NoSchedule",
                 "key": "node.kubernetes.io/not-ready",
-                "timeAdded": builders.stamp(RUNTIME_DOWN_SINCE + timedelta(seconds=1)),
+                "timeAdded": bodies.stamp(RUNTIME_DOWN_SINCE + timedelta(seconds=1)),
             },
             {
                 "effect": "NoExecute",
                 "key": "node.kubernetes.io/not-ready",
-                "timeAdded": builders.stamp(RUNTIME_DOWN_SINCE + timedelta(seconds=6)),
+                "timeAdded": bodies.stamp(RUNTIME_DOWN_SINCE + timedelta(seconds=6)),
             },
         ]
     if taints:
         body["spec"]["taints"] = taints
     booted = created + timedelta(seconds=30)
-    conditions = [mb.condition("NetworkUnavailable", "False", reason="CalicoIsUp",
+    conditions = [lifelike.condition("NetworkUnavailable", "False", reason="CalicoIsUp",
                                message="Calico is running on this node", beat=booted,
                                since=booted)]  # fmt: skip
     kinds = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
     if unreachable:  # the node lifecycle controller's words, the kubelet's last heartbeat
         last = UNREACHABLE_SINCE - timedelta(minutes=3, seconds=25)
         conditions.extend(
-            mb.condition(kind, "Unknown", reason="NodeStatusUnknown",
+            lifelike.condition(kind, "Unknown", reason="NodeStatusUnknown",
                          message="Kubelet stopped posting node status.", beat=last,
                          since=UNREACHABLE_SINCE)
             for kind in kinds
         )  # fmt: skip
     else:
-        conditions.extend(mb.condition(kind, "False", beat=heartbeat, since=booted)
+        conditions.extend(lifelike.condition(kind, "False", beat=heartbeat, since=booted)
                           for kind in kinds[:3])  # fmt: skip
         conditions.append(
-            mb.condition("Ready", "False", reason="KubeletNotReady", message=RUNTIME_DOWN,
+            lifelike.condition("Ready", "False", reason="KubeletNotReady", message=RUNTIME_DOWN,
                          beat=heartbeat, since=RUNTIME_DOWN_SINCE)
             if runtime_down
-            else mb.condition("Ready", "True", beat=heartbeat,
+            else lifelike.condition("Ready", "True", beat=heartbeat,
                               since=booted + timedelta(seconds=40))
         )  # fmt: skip
     status = body["status"]
@@ -158,12 +157,12 @@ def node(
     status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 10250}}
     status["nodeInfo"] = {
         "architecture": "amd64",
-        "bootID": builders.uid_for("boot", name),
+        "bootID": bodies.uid_for("boot", name),
         "containerRuntimeVersion": "containerd://1.4.11",
         "kernelVersion": "5.4.0-89-generic",
         "kubeProxyVersion": VERSION,
         "kubeletVersion": VERSION,
-        "machineID": mb.digest("machine", name).hex()[:32],
+        "machineID": lifelike.digest("machine", name).hex()[:32],
         "operatingSystem": "linux",
         "osImage": "Ubuntu 20.04.3 LTS",
         "systemUUID": vm.upper(),
@@ -175,7 +174,7 @@ def nodes() -> tuple[list[Obj], list[Obj]]:
     """(control planes, workers); worker 3 stopped posting, worker 6's containerd is down."""
     planes = [
         node(
-            f"ake-c01-control-plane-{mb.kube_name('cp', str(i))}",
+            f"ake-c01-control-plane-{lifelike.kube_name('cp', str(i))}",
             control_plane=True,
             created=datetime(2021, 10, 18, 2, 4, 51, tzinfo=UTC) + timedelta(minutes=6 * i),
             heartbeat=NOW - timedelta(seconds=20 + 83 * i),
@@ -185,7 +184,7 @@ def nodes() -> tuple[list[Obj], list[Obj]]:
     ]
     workers = [
         node(
-            f"{MACHINE_SET}-{mb.kube_name('md-0', str(i))}",
+            f"{MACHINE_SET}-{lifelike.kube_name('md-0', str(i))}",
             control_plane=False,
             created=datetime(2021, 11, 1, 9, 12, 5, tzinfo=UTC)
             + timedelta(minutes=4 * i, seconds=13 * i),

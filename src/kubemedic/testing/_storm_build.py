@@ -7,9 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubemedic.model import resources
-from kubemedic.testing import _apps, _gke, builders
+from kubemedic.testing import _apps, _gke, bodies, lifelike
 from kubemedic.testing import _storm_cluster as storm
-from kubemedic.testing import more_builders as mb
 
 Obj = dict[str, Any]
 
@@ -47,7 +46,7 @@ def _argo(fields_time: datetime, *, kind: str) -> list[Obj]:
     if kind == "StatefulSet":
         spec["f:serviceName"] = {}
     return [
-        builders.managed_entry(
+        bodies.managed_entry(
             manager="argocd-controller",
             time=fields_time,
             fields={
@@ -66,7 +65,7 @@ def _argo(fields_time: datetime, *, kind: str) -> list[Obj]:
                 "f:spec": spec,
             },
         ),
-        builders.managed_entry(
+        bodies.managed_entry(
             manager="kube-controller-manager",
             subresource="status",
             time=fields_time + timedelta(seconds=40),
@@ -139,7 +138,7 @@ def _kube_dns() -> list[Obj]:
 def _statefulsets(nodes: list[Obj]) -> tuple[list[Obj], list[Obj]]:
     objects, pods = [], []
     for name, ns, app, labels, image, requests, where in _STATEFUL:
-        body = mb.statefulset(
+        body = lifelike.statefulset(
             name,
             namespace=ns,
             created=_SINCE,
@@ -163,7 +162,7 @@ def _statefulsets(nodes: list[Obj]) -> tuple[list[Obj], list[Obj]]:
         for ordinal, n in enumerate(where):
             pod_name = f"{name}-{ordinal}"
             pods.append(
-                mb.controlled_pod(
+                lifelike.controlled_pod(
                     body,
                     pod_name,
                     node=nodes[n],
@@ -189,7 +188,7 @@ def _apps_of(nodes: list[Obj]) -> tuple[list[Obj], list[Obj]]:
         selector={"k8s-app": "kube-dns"},
         spec={**_SYSTEM, "serviceAccountName": "kube-dns"},
     )
-    addon = [builders.managed_entry(manager="kubectl-client-side-apply", time=_UPGRADED,
+    addon = [bodies.managed_entry(manager="kubectl-client-side-apply", time=_UPGRADED,
                                     fields={"f:spec": {"f:template": {}}})]  # fmt: skip
     for i, (argo_app, listed, where) in enumerate(((None, kube_dns, (0, 3)), *_APPS)):
         app, annotations, managed = listed, None, addon
@@ -207,11 +206,11 @@ def _apps_of(nodes: list[Obj]) -> tuple[list[Obj], list[Obj]]:
     daemonsets = _gke.system_daemonsets(storm.CLUSTER, created=_SINCE, calico=False)
     for ds in daemonsets:
         ds["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
-        ds["status"] = mb.daemonset_status(len(nodes), len(nodes))
+        ds["status"] = lifelike.daemonset_status(len(nodes), len(nodes))
         ds["metadata"]["managedFields"] = addon
     objects.extend(daemonsets)
     for n in nodes:
-        started = mb.parse_stamp(n["metadata"]["creationTimestamp"]) + timedelta(seconds=25)
+        started = lifelike.parse_stamp(n["metadata"]["creationTimestamp"]) + timedelta(seconds=25)
         pods.extend(_gke.daemon_pods(storm.CLUSTER, daemonsets, n, started=started))
     return objects, pods
 
@@ -221,9 +220,9 @@ def _storm_pods(rs: Obj, node_body: Obj, others: list[Obj]) -> list[Obj]:
     kubelet's message is the requests of the pods it has admitted, ``capacity`` the node's
     allocatable, in bytes."""
     name = rs["metadata"]["name"]
-    first = mb.controlled_pod(
+    first = lifelike.controlled_pod(
         rs,
-        f"{name}-{mb.kube_name('gw', 'running')}",
+        f"{name}-{lifelike.kube_name('gw', 'running')}",
         node=node_body,
         created=storm.EDIT_NODE + timedelta(seconds=1),
     )
@@ -242,16 +241,16 @@ def _storm_pods(rs: Obj, node_body: Obj, others: list[Obj]) -> list[Obj]:
     pods = [first]
     for i in range(storm.REJECTED):
         created = storm.SYNC + timedelta(seconds=1 + 3 * i // 2)
-        pod = mb.controlled_pod(
+        pod = lifelike.controlled_pod(
             rs,
-            f"{name}-{mb.kube_name('gw', str(i))}",
+            f"{name}-{lifelike.kube_name('gw', str(i))}",
             node=node_body,
             created=created,
             phase="Failed",
             reason="OutOfmemory",
             message=f"Pod was rejected: {detail}",
         )
-        pod["status"]["startTime"] = builders.stamp(created)
+        pod["status"]["startTime"] = bodies.stamp(created)
         pods.append(pod)
     return pods
 

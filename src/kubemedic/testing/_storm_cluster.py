@@ -20,8 +20,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubemedic.testing import _apps, _gke, builders
-from kubemedic.testing import more_builders as mb
+from kubemedic.testing import _apps, _gke, bodies, lifelike
 
 Obj = dict[str, Any]
 
@@ -176,18 +175,18 @@ def _gateway(node_name: str) -> tuple[Obj, Obj, Obj]:
         },
     }
     managed = [
-        builders.managed_entry(manager="argocd-controller", fields=_argocd_fields(), time=SYNC),
-        builders.managed_entry(
+        bodies.managed_entry(manager="argocd-controller", fields=_argocd_fields(), time=SYNC),
+        bodies.managed_entry(
             manager="kube-controller-manager",
             time=EDIT_NODE,
             fields={"f:metadata": {"f:annotations": {"f:deployment.kubernetes.io/revision": {}}}},
         ),
-        builders.managed_entry(
+        bodies.managed_entry(
             manager="kubectl-edit",
             time=EDIT_NODE,
             fields={"f:spec": {"f:template": {"f:spec": {"f:nodeName": {}}}}},
         ),
-        builders.managed_entry(
+        bodies.managed_entry(
             manager="kube-controller-manager",
             subresource="status",
             time=SYNC + timedelta(seconds=299),
@@ -221,8 +220,8 @@ def _gateway(node_name: str) -> tuple[Obj, Obj, Obj]:
     _apps.set_status(deployment, rs, replicas=12, ready=1, revision=7, rolled=EDIT_NODE, active=12)
     deployment["status"]["observedGeneration"] = 9
     available, progressing = deployment["status"]["conditions"]
-    available["lastTransitionTime"] = available["lastUpdateTime"] = builders.stamp(SYNC)
-    progressing["lastUpdateTime"] = builders.stamp(SYNC + timedelta(seconds=299))
+    available["lastTransitionTime"] = available["lastUpdateTime"] = bodies.stamp(SYNC)
+    progressing["lastUpdateTime"] = bodies.stamp(SYNC + timedelta(seconds=299))
     old_body, old_rs = _apps.deploy(
         "api-gateway",
         namespace="gateway",
@@ -240,10 +239,10 @@ def _gateway(node_name: str) -> tuple[Obj, Obj, Obj]:
     old_rs["spec"]["replicas"] = 0
     old_rs["metadata"]["generation"] = 3
     old_rs["status"]["observedGeneration"] = 3
-    old_rs["metadata"]["ownerReferences"] = [mb.owner_reference(deployment)]
+    old_rs["metadata"]["ownerReferences"] = [lifelike.owner_reference(deployment)]
     for replicaset, when in ((rs, SYNC), (old_rs, EDIT_NODE + timedelta(seconds=3))):
         replicaset["metadata"]["managedFields"] = [
-            builders.managed_entry(
+            bodies.managed_entry(
                 manager="kube-controller-manager",
                 time=when,
                 fields={
@@ -262,7 +261,7 @@ def _gateway(node_name: str) -> tuple[Obj, Obj, Obj]:
                     "f:spec": _f("replicas", "selector", "template", dot=False),
                 },
             ),
-            builders.managed_entry(
+            bodies.managed_entry(
                 manager="kube-controller-manager",
                 subresource="status",
                 time=when,
@@ -283,7 +282,7 @@ def _application() -> Obj:
         "metadata": {
             "name": "api-gateway",
             "namespace": "argocd",
-            "uid": builders.uid_for("Application", "argocd", "api-gateway"),
+            "uid": bodies.uid_for("Application", "argocd", "api-gateway"),
         },
     }
 
@@ -298,63 +297,63 @@ def storm_events(
     old_name, new_name = old_rs["metadata"]["name"], rs["metadata"]["name"]
     argo = "argocd-application-controller"
     events = [
-        mb.emit(
+        lifelike.emit(
             deployment,
             "ScalingReplicaSet",
             f"Scaled down replica set {old_name} to 1 from 12",
             first=EDIT_REPLICAS,
             component="deployment-controller",
         ),
-        mb.emit(
+        lifelike.emit(
             app,
             "ResourceUpdated",
             "Updated sync status: Synced -> OutOfSync",
             first=EDIT_REPLICAS + timedelta(seconds=4),
             component=argo,
         ),
-        mb.emit(
+        lifelike.emit(
             deployment,
             "ScalingReplicaSet",
             f"Scaled up replica set {new_name} to 1",
             first=EDIT_NODE,
             component="deployment-controller",
         ),
-        mb.emit(
+        lifelike.emit(
             deployment,
             "ScalingReplicaSet",
             f"Scaled down replica set {old_name} to 0 from 1",
             first=EDIT_NODE + timedelta(seconds=3),
             component="deployment-controller",
         ),
-        mb.emit(
+        lifelike.emit(
             app,
             "OperationStarted",
             f"Initiated automated sync to '{COMMIT}'",
             first=SYNC - timedelta(seconds=1),
             component=argo,
         ),
-        mb.emit(
+        lifelike.emit(
             deployment,
             "ScalingReplicaSet",
             f"Scaled up replica set {new_name} to 12 from 1",
             first=SYNC,
             component="deployment-controller",
         ),
-        mb.emit(
+        lifelike.emit(
             app,
             "OperationCompleted",
             f"Sync operation to {COMMIT} succeeded",
             first=SYNC + timedelta(seconds=1),
             component=argo,
         ),
-        mb.emit(
+        lifelike.emit(
             app,
             "ResourceUpdated",
             "Updated sync status: OutOfSync -> Synced",
             first=SYNC + timedelta(seconds=1),
             component=argo,
         ),
-        mb.emit(
+        lifelike.emit(
             app,
             "ResourceUpdated",
             "Updated health status: Healthy -> Progressing",
@@ -363,10 +362,10 @@ def storm_events(
         ),
     ]
     for i in range(11):
-        victim = f"{old_name}-{mb.kube_name('old', str(i))}"
+        victim = f"{old_name}-{lifelike.kube_name('old', str(i))}"
         message = f"Deleted pod: {victim}"
         events.append(
-            mb.emit(
+            lifelike.emit(
                 old_rs,
                 "SuccessfulDelete",
                 message if i < 10 else "(combined from similar events): " + message,
@@ -379,33 +378,33 @@ def storm_events(
     created = sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"])
     for i, pod in enumerate(created[:10]):
         events.append(
-            mb.emit(
+            lifelike.emit(
                 rs,
                 "SuccessfulCreate",
                 f"Created pod: {pod['metadata']['name']}",
-                first=mb.parse_stamp(pod["metadata"]["creationTimestamp"]),
+                first=lifelike.parse_stamp(pod["metadata"]["creationTimestamp"]),
                 component="replicaset-controller",
                 seq=str(i),
             )
         )
     latest = created[-1]
     events.append(
-        mb.emit(
+        lifelike.emit(
             rs,
             "SuccessfulCreate",
             f"(combined from similar events): Created pod: {latest['metadata']['name']}",
-            first=mb.parse_stamp(created[10]["metadata"]["creationTimestamp"]),
-            last=mb.parse_stamp(latest["metadata"]["creationTimestamp"]),
+            first=lifelike.parse_stamp(created[10]["metadata"]["creationTimestamp"]),
+            last=lifelike.parse_stamp(latest["metadata"]["creationTimestamp"]),
             count=len(created) - 10,
             component="replicaset-controller",
         )
     )
     for pod in created:
         status = pod["status"]
-        when = mb.parse_stamp(pod["metadata"]["creationTimestamp"])
+        when = lifelike.parse_stamp(pod["metadata"]["creationTimestamp"])
         if status["phase"] == "Failed":
             events.append(
-                mb.emit(
+                lifelike.emit(
                     pod,
                     "OutOfmemory",
                     status["message"].removeprefix("Pod was rejected: "),
@@ -422,7 +421,7 @@ def storm_events(
                 ("Started", "Started container api-gateway"),
             ):
                 events.append(
-                    mb.emit(
+                    lifelike.emit(
                         pod,
                         reason,
                         message,

@@ -8,24 +8,26 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubemedic.model.records import (
+from kubemedic.sim.cluster.kubelet import evicting
+from kubemedic.store.extraction import (
+    event_row,
+    eviction_from_event,
+    eviction_from_pod,
+    metric_samples,
+    node_transitions,
+    terminations,
+)
+from kubemedic.store.records import (
     EventRow,
     EvictionRow,
     MetricSample,
     NodeTransition,
     TerminationRow,
-    event_row,
-    eviction_from_event,
-    eviction_from_pod,
-    go_duration_seconds,
-    metric_samples,
-    node_transitions,
-    terminations,
 )
-from kubemedic.sim.cluster.kubelet import evicting
 from tests.factories import event, node, node_metrics, pod_metrics, stamp
 from tests.incident3 import HUB_EVICTION, jupyterhub
 
@@ -545,14 +547,16 @@ def test_metrics_with_bad_values_keep_what_parses() -> None:
     assert metric_samples(body) == []
 
 
-def test_go_durations_as_metrics_server_writes_them() -> None:
-    assert go_duration_seconds("30s") == 30.0
-    assert go_duration_seconds("1m0s") == 60.0
-    assert go_duration_seconds("1h2m3.5s") == 3723.5
-    assert go_duration_seconds("250ms") == 0.25
-    assert go_duration_seconds("0") == 0.0
-    for bad in ("-30s", "30", "1m 0s", "", None, 30, "s"):
-        assert go_duration_seconds(bad) is None
+@pytest.mark.parametrize(
+    ("window", "seconds"),
+    [("30s", 30.0), ("1m0s", 60.0), ("1h2m3.5s", 3723.5), ("250ms", 0.25), ("0", 0.0)]
+    + [(bad, None) for bad in ("-30s", "30", "1m 0s", "", None, 30, "s", "1" * 65 + "s")],
+)
+def test_metrics_windows_are_go_durations(window: object, seconds: float | None) -> None:
+    body = node_metrics("core-1", at=T0, cpu="100m", memory="1Gi")
+    body["window"] = window
+    (sample,) = metric_samples(body)
+    assert sample.window_seconds == seconds
 
 
 # -- anything at all --------------------------------------------------------------------------

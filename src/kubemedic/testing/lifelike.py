@@ -1,6 +1,6 @@
-"""More builders: the parts of real objects that ``builders`` leaves out.
+"""Lifelike bodies: the parts of real objects that ``bodies`` leaves out.
 
-``builders`` makes the smallest body a test needs. The bundled incident snapshots are read by
+``bodies`` makes the smallest body a test needs. The bundled incident snapshots are read by
 people who run clusters, so their objects must also carry what the API server, the controllers
 and the kubelet add on their own: DaemonSets and StatefulSets, the tolerations admission and the
 DaemonSet controller inject, the projected service-account volume, pod IPs and QoS class,
@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from kubemedic.testing import builders
+from kubemedic.testing import bodies
 from kubemedic.testing._naming import digest, ip_in, kube_name, parse_stamp, pod_template_hash
 from kubemedic.testing._pods import (
     DAEMON_TOLERATIONS,
@@ -70,7 +70,7 @@ def owner_reference(owner: Obj) -> Obj:
 
 
 def relabel(body: Obj, selector: dict[str, str], *, extra: dict[str, str] | None = None) -> Obj:
-    """Give a workload the selector its chart really uses (``builders`` defaults to
+    """Give a workload the selector its chart really uses (``bodies`` defaults to
     ``app.kubernetes.io/name``): ``selector`` becomes ``spec.selector.matchLabels`` and the pod
     template's labels; with ``extra`` (tracking or chart labels) the object's labels. Extra
     labels stay off the template: Argo CD's tracking label on pods would make it track them."""
@@ -99,9 +99,9 @@ def _workload(
     created: datetime,
     pod_spec: Obj | None,
 ) -> Obj:
-    base = builders.deployment(name, namespace=namespace, containers=containers, created=created)
+    base = bodies.deployment(name, namespace=namespace, containers=containers, created=created)
     meta = base["metadata"]
-    meta["uid"] = builders.uid_for(kind, namespace, name)
+    meta["uid"] = bodies.uid_for(kind, namespace, name)
     meta["generation"] = 1
     body = {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": base["spec"]}
     if labels:
@@ -216,11 +216,11 @@ def emit(
     field_path: str | None = None,
     seq: str = "",
 ) -> Obj:
-    """A ``core/v1`` Event as the recorder writes it (``builders.event`` plus the details:
+    """A ``core/v1`` Event as the recorder writes it (``bodies.event`` plus the details:
     ``involvedObject.fieldPath`` for container events, the object's resourceVersion, no
     namespace for cluster-scoped objects, the kubelet's habit of using the node name as the
     node's uid). ``seq`` tells apart events that would otherwise get the same name."""
-    body = builders.event(
+    body = bodies.event(
         involved=involved,
         reason=reason,
         message=message,
@@ -289,8 +289,8 @@ def condition(
     """A node condition; the kubelet's own reason and message unless given."""
     default_reason, default_message = _KUBELET_CONDITIONS.get((kind, status), ("", ""))
     return {
-        "lastHeartbeatTime": builders.stamp(beat),
-        "lastTransitionTime": builders.stamp(since),
+        "lastHeartbeatTime": bodies.stamp(beat),
+        "lastTransitionTime": bodies.stamp(since),
         "message": message or default_message,
         "reason": reason or default_reason,
         "status": status,

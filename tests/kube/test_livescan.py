@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kubemedic.cli import app
-from kubemedic.kube import config, kinds, snapshot
+from kubemedic.kube import config, kinds, livescan
 from kubemedic.kube.api import Api, Kind
 from kubemedic.kube.config import KubeAccessError
 from kubemedic.model.objects import parse_time
@@ -64,10 +64,10 @@ def api_for(running: Running, cls: type[Api] = Api) -> Api:
     return cls(lightkube.AsyncClient(resolved.config), cluster=resolved.cluster)
 
 
-def fetch(api: Api, **kwargs: Any) -> snapshot.LiveSnapshot:
-    async def main() -> snapshot.LiveSnapshot:
+def fetch(api: Api, **kwargs: Any) -> livescan.LiveSnapshot:
+    async def main() -> livescan.LiveSnapshot:
         try:
-            return await snapshot.fetch(api, **kwargs)
+            return await livescan.fetch(api, **kwargs)
         finally:
             await api.close()
 
@@ -162,7 +162,7 @@ def test_a_server_answering_500_exits_2_naming_the_server_and_path(emulator: Run
     assert emulator.url in message
     assert "HTTP 500" in message
     assert "gave up after 5 attempts" in message
-    assert any(kind.path() in message for kind in snapshot.DEFAULT_KINDS)
+    assert any(kind.path() in message for kind in livescan.DEFAULT_KINDS)
 
 
 # -- fetch -----------------------------------------------------------------------------------
@@ -282,4 +282,4 @@ def test_secrets_are_never_listed(emulator: Running) -> None:
     secrets = Kind("", "v1", "secrets", "Secret", namespaced=True)
     with pytest.raises(ValueError, match="Secrets"):
         fetch(api_for(emulator), kinds=(secrets,))
-    assert secrets not in snapshot.DEFAULT_KINDS
+    assert secrets not in livescan.DEFAULT_KINDS

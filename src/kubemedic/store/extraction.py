@@ -1,10 +1,6 @@
-"""What the archive keeps, read from object bodies: one record type per table.
+"""Records for the archive (:mod:`kubemedic.store.records`), read from watch and list bodies.
 
-These are pure values (no I/O); ``kubemedic.store`` writes them and reads them back. Times are
-timezone-aware datetimes here and epoch seconds in the database. Absent text is ``""`` (never
-None) so records compare equal however they were produced.
-
-The extraction functions below read watch and list bodies into records. They are total: any
+The functions here are total: any
 input (missing fields, wrong types, invalid quantities, megabyte or badly decoded strings) gives
 records or nothing and never raises, and every string they return is storable as it is in
 SQLite and PostgreSQL (UTF-8 without lone surrogates, no NUL, bounded length) and every integer
@@ -32,162 +28,38 @@ Which body says what:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from kubemedic.model import eviction, objects
+from kubemedic.model.durations import DurationError, parse_seconds
 from kubemedic.model.events import read_event
 from kubemedic.model.quantities import Quantity, QuantityError, parse_quantity
+from kubemedic.store.records import (
+    INT32,
+    INT64,
+    MAX_MESSAGE,
+    EventRow,
+    EvictionRow,
+    MetricSample,
+    NodeTransition,
+    TerminationRow,
+    storable_int,
+    storable_text,
+)
 
 __all__ = [
-    "EventRow",
-    "EvictionRow",
-    "MetricSample",
-    "NodeTransition",
-    "TerminationRow",
     "event_row",
     "eviction_from_event",
     "eviction_from_pod",
-    "go_duration_seconds",
     "metric_samples",
     "node_transitions",
     "terminations",
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class EventRow:
-    """An Event object as archived: one per uid, its latest version."""
-
-    uid: str
-    api_version: str
-    namespace: str
-    name: str
-    type: str
-    reason: str
-    message: str
-    object_kind: str
-    object_namespace: str
-    object_name: str
-    object_uid: str
-    field_path: str
-    source: str
-    host: str
-    node: str
-    count: int
-    first_seen: datetime | None
-    last_seen: datetime | None
-    resource_version: str
-
-
-@dataclass(frozen=True, slots=True)
-class TerminationRow:
-    """One container termination (``state.terminated`` or ``lastState.terminated``)."""
-
-    pod_uid: str
-    namespace: str
-    pod: str
-    container: str
-    key: str
-    node: str
-    owner_kind: str
-    owner_name: str
-    reason: str
-    exit_code: int | None
-    signal: int | None
-    restart_count: int
-    started_at: datetime | None
-    finished_at: datetime | None
-    message: str
-    memory_request: int | None
-    memory_limit: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class EvictionRow:
-    """A pod disrupted by the kubelet (node pressure, storage limits, admission under pressure)."""
-
-    pod_uid: str
-    namespace: str
-    pod: str
-    node: str
-    owner_kind: str
-    owner_name: str
-    at: datetime | None
-    kind: str
-    resource: str
-    threshold: str
-    available: str
-    container: str
-    usage: int | None
-    request: int | None
-    message: str
-    source: str
-
-
-@dataclass(frozen=True, slots=True)
-class NodeTransition:
-    """A node condition's change of status, at its lastTransitionTime."""
-
-    node: str
-    condition: str
-    status: str
-    previous: str
-    reason: str
-    message: str
-    at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class MetricSample:
-    """One metrics.k8s.io usage sample: a container of a pod, or a node (``container`` "")."""
-
-    kind: str
-    namespace: str
-    name: str
-    container: str
-    node: str
-    at: datetime
-    window_seconds: float | None
-    cpu_millicores: float | None
-    memory_bytes: int | None
-
-
-# -- sanitising -------------------------------------------------------------------------------
-
-MAX_TEXT = 1024
-"""Characters kept of a name, kind, reason or key (Kubernetes names are at most 253)."""
-
-MAX_MESSAGE = 4096
-"""Characters kept of a message (the API server cuts event notes at 1 KiB; other stores need
-not have)."""
-
-_INT32 = 2**31 - 1
-_INT64 = 2**63 - 1
-
-
-def _text(value: object, limit: int = MAX_TEXT) -> str:
-    """``value`` as storable text: "" unless a string, cut to ``limit`` characters, lone
-    surrogates (a bad decode) as ``?`` and NUL (which PostgreSQL text refuses) as U+FFFD."""
-    if isinstance(value, bytes | bytearray):
-        value = bytes(value[: limit * 4]).decode("utf-8", "replace")
-    if not isinstance(value, str):
-        return ""
-    if len(value) > limit:
-        value = value[:limit] + "…"
-    if not value.isascii():
-        value = value.encode("utf-8", "replace").decode("utf-8")
-    return value.replace("\x00", "\ufffd") if "\x00" in value else value
-
-
-def _int(value: object, *, low: int = -_INT32 - 1, high: int = _INT32) -> int | None:
-    """An integer within ``[low, high]`` (int32 by default), else None (booleans are not)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value if low <= value <= high else None
+# -- quantities and owners ------------------------------------------------------------------------
 
 
 def _bytes(value: object) -> int | None:
@@ -204,7 +76,7 @@ def _bytes(value: object) -> int | None:
 
 def _whole(value: Any) -> int | None:
     amount = math.ceil(value)
-    return amount if 0 <= amount <= _INT64 else None
+    return amount if 0 <= amount <= INT64 else None
 
 
 def _amount(amount: eviction.Amount | None, resource: str) -> int | None:
@@ -219,11 +91,11 @@ def _owner(meta: Mapping[str, Any]) -> tuple[str, str]:
     """Kind and name of the controller ``ownerReference`` (``controller: true``), else ""."""
     for ref in objects.get_list(meta, "ownerReferences"):
         if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return _text(ref.get("kind")), _text(ref.get("name"))
+            return storable_text(ref.get("kind")), storable_text(ref.get("name"))
     return "", ""
 
 
-# -- events -----------------------------------------------------------------------------------
+# -- events ---------------------------------------------------------------------------------------
 
 
 def event_row(body: objects.Body) -> EventRow | None:
@@ -233,40 +105,40 @@ def event_row(body: objects.Body) -> EventRow | None:
     if not isinstance(body, Mapping):
         return None
     meta = objects.get_map(body, "metadata")
-    uid = _text(meta.get("uid"))
+    uid = storable_text(meta.get("uid"))
     if not uid:
         return None
     record = read_event(body)
-    api_version = _text(body.get("apiVersion")) or (
+    api_version = storable_text(body.get("apiVersion")) or (
         "events.k8s.io/v1" if "regarding" in body or "note" in body else "v1"
     )
-    object_kind = _text(record.object_kind)
-    object_name = _text(record.object_name)
-    host = _text(record.host)
+    object_kind = storable_text(record.object_kind)
+    object_name = storable_text(record.object_name)
+    host = storable_text(record.host)
     return EventRow(
         uid=uid,
         api_version=api_version,
-        namespace=_text(record.namespace),
-        name=_text(record.name),
-        type=_text(record.type),
-        reason=_text(record.reason),
-        message=_text(record.message, MAX_MESSAGE),
+        namespace=storable_text(record.namespace),
+        name=storable_text(record.name),
+        type=storable_text(record.type),
+        reason=storable_text(record.reason),
+        message=storable_text(record.message, MAX_MESSAGE),
         object_kind=object_kind,
-        object_namespace=_text(record.object_namespace),
+        object_namespace=storable_text(record.object_namespace),
         object_name=object_name,
-        object_uid=_text(record.object_uid),
-        field_path=_text(record.field_path),
-        source=_text(record.source),
+        object_uid=storable_text(record.object_uid),
+        field_path=storable_text(record.field_path),
+        source=storable_text(record.source),
         host=host,
         node=object_name if object_kind == "Node" else host,
-        count=min(record.count, _INT32),
+        count=min(record.count, INT32),
         first_seen=record.first_seen,
         last_seen=record.last_seen,
-        resource_version=_text(meta.get("resourceVersion")),
+        resource_version=storable_text(meta.get("resourceVersion")),
     )
 
 
-# -- terminations -----------------------------------------------------------------------------
+# -- terminations ---------------------------------------------------------------------------------
 
 _STATUS_LISTS = ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses")
 _SPEC_LISTS = ("initContainers", "containers", "ephemeralContainers")
@@ -301,11 +173,11 @@ def terminations(pod: objects.Body) -> list[TerminationRow]:
     if not isinstance(pod, Mapping):
         return []
     meta = objects.get_map(pod, "metadata")
-    pod_uid = _text(meta.get("uid"))
+    pod_uid = storable_text(meta.get("uid"))
     if not pod_uid:
         return []
-    namespace, name = _text(meta.get("namespace")), _text(meta.get("name"))
-    node = _text(objects.get_str(pod, "spec", "nodeName"))
+    namespace, name = storable_text(meta.get("namespace")), storable_text(meta.get("name"))
+    node = storable_text(objects.get_str(pod, "spec", "nodeName"))
     owner_kind, owner_name = _owner(meta)
     specs: dict[str, Mapping[str, Any]] = {}
     for field in _SPEC_LISTS:
@@ -317,17 +189,17 @@ def terminations(pod: objects.Body) -> list[TerminationRow]:
         for status in objects.get_list(pod, "status", field):
             if not isinstance(status, Mapping) or not isinstance(status.get("name"), str):
                 continue
-            container = _text(status["name"])
+            container = storable_text(status["name"])
             request, limit = _memory(specs.get(status["name"], {}))
-            restarts = _int(status.get("restartCount"), low=0) or 0
+            restarts = storable_int(status.get("restartCount"), low=0) or 0
             for which in ("state", "lastState"):
                 terminated = objects.get_map(status, which).get("terminated")
                 if not isinstance(terminated, Mapping):
                     continue
                 started = terminated.get("startedAt")
                 finished = terminated.get("finishedAt")
-                key = _text(terminated.get("containerID")) or (
-                    f"{_text(started, 64)}/{_text(finished, 64)}"
+                key = storable_text(terminated.get("containerID")) or (
+                    f"{storable_text(started, 64)}/{storable_text(finished, 64)}"
                 )
                 rows.setdefault(
                     (container, key),
@@ -340,13 +212,13 @@ def terminations(pod: objects.Body) -> list[TerminationRow]:
                         node=node,
                         owner_kind=owner_kind,
                         owner_name=owner_name,
-                        reason=_text(terminated.get("reason")),
-                        exit_code=_int(terminated.get("exitCode")),
-                        signal=_int(terminated.get("signal")),
+                        reason=storable_text(terminated.get("reason")),
+                        exit_code=storable_int(terminated.get("exitCode")),
+                        signal=storable_int(terminated.get("signal")),
                         restart_count=restarts,
                         started_at=objects.parse_time(started),
                         finished_at=objects.parse_time(finished),
-                        message=_text(terminated.get("message"), MAX_MESSAGE),
+                        message=storable_text(terminated.get("message"), MAX_MESSAGE),
                         memory_request=request,
                         memory_limit=limit,
                     ),
@@ -354,7 +226,7 @@ def terminations(pod: objects.Body) -> list[TerminationRow]:
     return list(rows.values())
 
 
-# -- evictions --------------------------------------------------------------------------------
+# -- evictions ------------------------------------------------------------------------------------
 
 
 def _eviction_row(
@@ -393,13 +265,13 @@ def _eviction_row(
         owner_name=owner[1],
         at=at,
         kind=str(found.kind),
-        resource=_text(found.resource),
-        threshold=_text(str(threshold) if threshold is not None else ""),
-        available=_text(str(found.available) if found.available is not None else ""),
-        container=_text(container),
+        resource=storable_text(found.resource),
+        threshold=storable_text(str(threshold) if threshold is not None else ""),
+        available=storable_text(str(found.available) if found.available is not None else ""),
+        container=storable_text(container),
         usage=usage,
         request=request,
-        message=_text(message, MAX_MESSAGE) or _text(found.message, MAX_MESSAGE),
+        message=storable_text(message, MAX_MESSAGE) or storable_text(found.message, MAX_MESSAGE),
         source=source,
     )
 
@@ -432,7 +304,7 @@ def eviction_from_pod(pod: objects.Body) -> EvictionRow | None:
         return None
     found = eviction.pod_disruption(pod)
     meta = objects.get_map(pod, "metadata")
-    pod_uid = _text(meta.get("uid"))
+    pod_uid = storable_text(meta.get("uid"))
     if found is None or not found.by_kubelet or not pod_uid:
         return None
     status = objects.get_map(pod, "status")
@@ -442,9 +314,9 @@ def eviction_from_pod(pod: objects.Body) -> EvictionRow | None:
     return _eviction_row(
         found,
         pod_uid=pod_uid,
-        namespace=_text(meta.get("namespace")),
-        pod=_text(meta.get("name")),
-        node=_text(objects.get_str(pod, "spec", "nodeName")),
+        namespace=storable_text(meta.get("namespace")),
+        pod=storable_text(meta.get("name")),
+        node=storable_text(objects.get_str(pod, "spec", "nodeName")),
         owner=_owner(meta),
         at=_evicted_at(status),
         message=message,
@@ -462,7 +334,7 @@ def eviction_from_event(event_body: objects.Body) -> EvictionRow | None:
     record = read_event(event_body)
     if record.reason != "Evicted" or record.object_kind != "Pod":
         return None
-    pod_uid = _text(record.object_uid)
+    pod_uid = storable_text(record.object_uid)
     if not pod_uid:
         return None
     found = eviction.with_annotations(
@@ -473,9 +345,9 @@ def eviction_from_event(event_body: objects.Body) -> EvictionRow | None:
     return _eviction_row(
         found,
         pod_uid=pod_uid,
-        namespace=_text(record.object_namespace or record.namespace),
-        pod=_text(record.object_name),
-        node=_text(record.host),
+        namespace=storable_text(record.object_namespace or record.namespace),
+        pod=storable_text(record.object_name),
+        node=storable_text(record.host),
         owner=("", ""),
         at=record.first_seen or record.last_seen,
         message=record.message,
@@ -483,7 +355,7 @@ def eviction_from_event(event_body: objects.Body) -> EvictionRow | None:
     )
 
 
-# -- node conditions --------------------------------------------------------------------------
+# -- node conditions ------------------------------------------------------------------------------
 
 
 def _conditions(node: object) -> dict[str, Mapping[str, Any]]:
@@ -501,7 +373,7 @@ def node_transitions(old: objects.Body | None, new: objects.Body) -> list[NodeTr
     its ``lastHeartbeatTime``, and skipped when it has neither."""
     if not isinstance(new, Mapping):
         return []
-    node = _text(objects.get_str(new, "metadata", "name"))
+    node = storable_text(objects.get_str(new, "metadata", "name"))
     before = _conditions(old) if isinstance(old, Mapping) else {}
     found: list[NodeTransition] = []
     for kind, condition in _conditions(new).items():
@@ -522,34 +394,29 @@ def node_transitions(old: objects.Body | None, new: objects.Body) -> list[NodeTr
         found.append(
             NodeTransition(
                 node=node,
-                condition=_text(kind),
-                status=_text(status),
-                previous=_text(previous.get("status")) if previous is not None else "",
-                reason=_text(condition.get("reason")),
-                message=_text(condition.get("message"), MAX_MESSAGE),
+                condition=storable_text(kind),
+                status=storable_text(status),
+                previous=storable_text(previous.get("status")) if previous is not None else "",
+                reason=storable_text(condition.get("reason")),
+                message=storable_text(condition.get("message"), MAX_MESSAGE),
                 at=at,
             )
         )
     return found
 
 
-# -- metrics ----------------------------------------------------------------------------------
-
-_GO_PART = r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)"
-_GO_DURATION = re.compile(rf"\+?(?:{_GO_PART})+")
-_GO_UNITS = dict(ns=1e-9, us=1e-6, ms=1e-3, s=1.0, m=60.0, h=3600.0) | {"µs": 1e-6, "μs": 1e-6}
+# -- metrics --------------------------------------------------------------------------------------
 
 
-def go_duration_seconds(text: object) -> float | None:
-    """Seconds of a Go ``time.Duration`` string (``30s``, ``1m0s``, ``1.5s``, ``300ms``), as
-    metrics-server writes ``window``; None when it is not one or is negative."""
+def _window(text: object) -> float | None:
+    """Seconds of the Go ``time.Duration`` metrics-server writes as ``window`` (``30s``,
+    ``1m0s``, ``1.5s``); None when it is not one or is negative."""
     if not isinstance(text, str) or not 0 < len(text) <= 64:
         return None
-    if text == "0":
-        return 0.0
-    if not _GO_DURATION.fullmatch(text):
+    try:
+        return parse_seconds(text)
+    except DurationError:
         return None
-    return sum(float(n) * _GO_UNITS[unit] for n, unit in re.findall(_GO_PART, text))
 
 
 def _usage(usage: object) -> tuple[float | None, int | None]:
@@ -560,7 +427,7 @@ def _usage(usage: object) -> tuple[float | None, int | None]:
             cpu = float(parse_quantity(usage["cpu"]).value * 1000)
         except (QuantityError, OverflowError):
             cpu = None
-        if cpu is not None and not 0 <= cpu < float(_INT64):
+        if cpu is not None and not 0 <= cpu < float(INT64):
             cpu = None
     memory = _bytes(usage.get("memory")) if isinstance(usage, Mapping) else None
     return cpu, memory
@@ -579,26 +446,28 @@ def metric_samples(body: objects.Body, *, node: str = "") -> list[MetricSample]:
     )
     if at is None:
         return []
-    name = _text(meta.get("name"))
-    window = go_duration_seconds(body.get("window"))
+    name = storable_text(meta.get("name"))
+    window = _window(body.get("window"))
     kind = body.get("kind")
     if kind == "NodeMetrics" or (kind != "PodMetrics" and "usage" in body):
         cpu, memory = _usage(body.get("usage"))
-        return [MetricSample("node", "", name, "", _text(node) or name, at, window, cpu, memory)]
-    namespace = _text(meta.get("namespace"))
+        return [
+            MetricSample("node", "", name, "", storable_text(node) or name, at, window, cpu, memory)
+        ]
+    namespace = storable_text(meta.get("namespace"))
     samples: list[MetricSample] = []
     seen: set[str] = set()
     for container in objects.get_list(body, "containers"):
         if not isinstance(container, Mapping) or not isinstance(container.get("name"), str):
             continue
-        container_name = _text(container["name"])
+        container_name = storable_text(container["name"])
         if container_name in seen:
             continue
         seen.add(container_name)
         cpu, memory = _usage(container.get("usage"))
         samples.append(
             MetricSample(
-                "pod", namespace, name, container_name, _text(node), at, window, cpu, memory
+                "pod", namespace, name, container_name, storable_text(node), at, window, cpu, memory
             )
         )
     return samples

@@ -291,13 +291,3 @@ def test_any_text_parses_or_raises_duration_error(text: str) -> None:
         parse_duration(text, negative=True, bare_seconds=True)
     except DurationError as error:
         assert str(error).startswith("expected a duration")
-
-
-@given(st.floats(min_value=0, max_value=1e7, allow_nan=False))
-def test_same_output_as_the_simulators_formatters(seconds: float) -> None:
-    """sim/nodestatuses.py and sim/pressure.py each have a ``go_duration``; this one can
-    replace both (pressure's is only ever given whole seconds)."""
-    from kubemedic.sim import nodestatuses, pressure
-
-    assert go_duration(seconds) == nodestatuses.go_duration(seconds)
-    assert go_duration(float(round(seconds))) == pressure.go_duration(round(seconds))

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubemedic.errors import InputError
 from kubemedic.model import names
 
 __all__ = [
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 
-class SelectorError(ValueError):
+class SelectorError(InputError, ValueError):
     """A label selector the API server would refuse; ``message`` is its wording."""
 
     def __init__(self, message: str) -> None:

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubemedic.errors import KubemedicError
+
 
 @dataclass(frozen=True)
 class Cause:
@@ -28,7 +30,7 @@ class Cause:
 
 
 @dataclass
-class StatusError(Exception):
+class StatusError(KubemedicError):
     """An error answered as a ``Status`` (``kind: Status``, ``status: Failure``)."""
 
     code: int

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from kubemedic.errors import InputError
 from kubemedic.sim.machinery.apiresources import RESOURCES
 from kubemedic.sim.scenarios.spec import (
     Action,
@@ -82,7 +83,7 @@ USAGE_KEYS = (
 )  # fmt: skip
 
 
-class ScenarioError(ValueError):
+class ScenarioError(InputError, ValueError):
     """A scenario file that cannot be played. The message names the file and, for each
     problem, the field path at fault (``timeline[3].at: "5x" is not a duration``)."""
 

@@ -92,8 +92,6 @@ parsed.
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -101,6 +99,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
+from kubemedic.model.durations import DurationError, parse_seconds
 from kubemedic.model.quantities import QuantityError, parse_quantity
 from kubemedic.model.selectors import DOUBLE_EQUALS, EQUALS, LabelSelector, SelectorError
 from kubemedic.sim.machinery import managers
@@ -143,31 +142,15 @@ __all__ = [
 
 # durations and quantities --------------------------------------------------------------------
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
 
 def parse_duration(value: object) -> float:
-    """Seconds in ``value``: a number of seconds or a string such as ``90s``, ``1h30m``,
-    ``1.5m``, ``500ms`` (Go's ``time.ParseDuration`` units, plus ``d``). Raises ValueError."""
-    if isinstance(value, bool):
-        raise ValueError(f"{show_value(value)} is not a duration (e.g. 90s, 5m, 1h30m)")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"{show_value(value)} is not a duration (must be zero or positive)")
-        return float(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text and _DURATION_PART.sub("", text) == "":
-            return sum(float(n) * _UNITS[u] for n, u in _DURATION_PART.findall(text))
-        try:
-            seconds = float(text)
-        except ValueError:
-            pass
-        else:
-            if math.isfinite(seconds) and seconds >= 0:
-                return seconds
-    raise ValueError(f"{show_value(value)} is not a duration (e.g. 90s, 5m, 1h30m)")
+    """Seconds in ``value``: a number of seconds or a Go duration such as ``90s``, ``1h30m``,
+    ``1.5m``, ``500ms``, ``2d``, read by the one duration parser
+    (:func:`kubemedic.model.durations.parse_seconds`). Raises ValueError in a scenario's words."""
+    try:
+        return parse_seconds(value, bare_seconds=True)
+    except DurationError:
+        raise ValueError(f"{show_value(value)} is not a duration (e.g. 90s, 5m, 1h30m)") from None
 
 
 def _duration_range(value: object) -> tuple[float, float]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeAlias
 
+from kubemedic.errors import KubemedicError
 from kubemedic.model.fieldpaths import FieldPath
 from kubemedic.model.managedfields import ManagedFieldsError
 from kubemedic.sim.apiserver.fields import fieldtrees
@@ -227,7 +228,7 @@ class Entry:
 Managed: TypeAlias = dict[Identity, Entry]
 
 
-class ManagedFieldsDecodeError(ValueError):
+class ManagedFieldsDecodeError(KubemedicError, ValueError):
     """Stored or sent managedFields that the API server could not decode."""
 
 

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from kubemedic.errors import KubemedicError
 from kubemedic.model.fieldpaths import ElementKind, FieldPath, PathElement
 from kubemedic.sim.machinery import naming
 from kubemedic.sim.machinery.definitions import SchemaNode
@@ -182,7 +183,7 @@ def _container_shape(node: SchemaNode) -> Shape:
     return _LEAF
 
 
-class TypedError(ValueError):
+class TypedError(KubemedicError, ValueError):
     """A value does not fit its schema (SMD's ``ValidationError``), e.g. an item without its key."""
 
     def __init__(self, path: Path, message: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from kubemedic.errors import KubemedicError
 from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.definitions import SchemaNode
 
@@ -19,7 +20,7 @@ __all__ = ["GO_MAP", "GO_SLICE", "PatchError", "gofmt", "gotype", "same", "strat
 _REJECTED = "the server rejected our request due to an error in our request"
 
 
-class PatchError(ValueError):
+class PatchError(KubemedicError, ValueError):
     """A patch the API server refuses; ``message`` is the Go error text, ``code`` the HTTP code."""
 
     def __init__(self, message: str, *, code: int = 500) -> None:

@@ -34,11 +34,11 @@ Bootstrap data is simulated: a Machine with a ``bootstrap.configRef`` gets ``dat
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from kubemedic.model.durations import DurationError, parse_seconds
 from kubemedic.sim.cluster.infra.providers import UNINITIALIZED_TAINT, Infrastructure
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
@@ -61,7 +61,6 @@ _NODE_LABEL_DOMAINS = (
     "node-restriction.kubernetes.io",
     "node.cluster.x-k8s.io",
 )
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s|ms)")
 
 Key = tuple[str, str]
 
@@ -119,12 +118,12 @@ def summarize(node: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _duration(text: Any) -> float | None:
-    """A Go duration (``10m``, ``1h30m``) in seconds; None when unset or zero (no timeout)."""
-    total = sum(
-        float(n) * {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}[u]
-        for n, u in _DURATION.findall(str(text or ""))
-    )
-    return total or None
+    """A Go duration (``10m``, ``1h30m``) in seconds; None when unset, zero (no timeout) or not
+    a duration."""
+    try:
+        return parse_seconds(str(text or "0")) or None
+    except DurationError:
+        return None
 
 
 class MachineController:

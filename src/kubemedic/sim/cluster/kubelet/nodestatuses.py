@@ -34,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubemedic.model.durations import go_duration
+
 __all__ = [
     "DEFAULT_CAPACITY",
     "KUBELET_VERSION",
@@ -49,7 +51,6 @@ __all__ = [
     "daemon_endpoints",
     "desired",
     "event_for",
-    "go_duration",
     "initial_node",
     "internal_ip",
     "lease",
@@ -147,29 +148,6 @@ def aggregate(groups: Sequence[Sequence[str]]) -> str:
         return ""
     flat = present[0] if len(present) == 1 else list(dict.fromkeys(m for g in present for m in g))
     return flat[0] if len(flat) == 1 else "[" + ", ".join(flat) + "]"
-
-
-def go_duration(seconds: float) -> str:
-    """``time.Duration.String()``: ``3m2.5s``, ``1h0m0s``, ``520ms``, ``0s``."""
-    ns = round(seconds * 1e9)
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns < 10**9:
-        for unit, size, digits in (("ms", 10**6, 6), ("µs", 10**3, 3), ("ns", 1, 0)):
-            if ns >= size:
-                whole, frac = divmod(ns, size)
-                tail = f".{frac:0{digits}d}".rstrip("0").rstrip(".") if digits else ""
-                return f"{sign}{whole}{tail}{unit}"
-    hours, rest = divmod(ns, 3600 * 10**9)
-    minutes, rest = divmod(rest, 60 * 10**9)
-    whole, frac = divmod(rest, 10**9)
-    text = f"{hours}h" if hours else ""
-    if hours or minutes:
-        text += f"{minutes}m"
-    tail = f".{frac:09d}".rstrip("0").rstrip(".")
-    return f"{sign}{text}{whole}{tail}s"
 
 
 def runtime_errors(*, hung_for: float | None) -> list[str]:

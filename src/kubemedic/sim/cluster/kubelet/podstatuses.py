@@ -27,7 +27,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubemedic.sim.cluster.kubelet.nodestatuses import go_duration
+from kubemedic.model.durations import go_duration
 
 __all__ = [
     "KUBELET_CONDITIONS",

@@ -43,9 +43,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubemedic.model.durations import go_duration
 from kubemedic.model.quantities import QuantityError, parse_quantity
 from kubemedic.sim.cluster.kubelet import evicting
-from kubemedic.sim.cluster.kubelet.nodestatuses import go_duration, node_ref
+from kubemedic.sim.cluster.kubelet.nodestatuses import node_ref
 from kubemedic.sim.cluster.runtime import usage as usage_model
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation, Timer

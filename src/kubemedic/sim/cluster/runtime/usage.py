@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from kubemedic.errors import InputError
 from kubemedic.model.objects import parse_time
 from kubemedic.model.quantities import QuantityError, parse_quantity
 
@@ -81,7 +82,7 @@ _KEYS = frozenset(
 )
 
 
-class UsageError(ValueError):
+class UsageError(InputError, ValueError):
     """A usage annotation that cannot be read; the message names the pod and container."""
 
 

@@ -44,13 +44,13 @@ import math
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from kubemedic.errors import KubemedicError
 from kubemedic.kube.api import Api, ApiError, Conflict, ConnectionLost, NotFound
 from kubemedic.kube.clock import Clock, ServerClock
-from kubemedic.model.objects import parse_time
+from kubemedic.model.objects import format_micro_time, parse_time
 
 __all__ = ["JITTER_FACTOR", "LeaderElector", "LeaseError", "LeaseRecord", "micro_time"]
 
@@ -66,9 +66,8 @@ class LeaseError(KubemedicError, ValueError):
     """A Lease whose spec kubemedic cannot read (names the Lease and the field)."""
 
 
-def micro_time(moment: datetime) -> str:
-    """``metav1.MicroTime`` as kube-apiserver writes it: ``2026-11-30T05:21:32.123456Z``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+#: ``metav1.MicroTime`` as kube-apiserver writes it: ``2026-11-30T05:21:32.123456Z``.
+micro_time = format_micro_time
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ __all__ = [
     "GcPause",
     "LoadedBody",
     "ObjectRef",
+    "format_micro_time",
     "format_time",
     "gc_paused",
     "get_list",
@@ -165,8 +166,15 @@ def parse_time(value: Any) -> datetime | None:
 
 
 def format_time(value: datetime) -> str:
-    """RFC 3339 in UTC with a ``Z``, seconds precision (as ``metav1.Time`` prints)."""
+    """RFC 3339 in UTC with a ``Z``, seconds precision, as ``metav1.Time`` serialises
+    (``2026-11-30T05:21:32Z``)."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(value: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z``, microsecond precision, as ``metav1.MicroTime`` serialises
+    (``2026-11-30T05:21:32.123456Z``: Lease renewals, events.k8s.io ``eventTime``)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class GcPause:

@@ -14,6 +14,8 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from kubemedic.model.objects import format_time
+
 __all__ = [
     "container",
     "deployment",
@@ -40,7 +42,7 @@ def stamp(when: datetime | timedelta | None = None) -> str:
         when = BASE_TIME
     elif isinstance(when, timedelta):
         when = BASE_TIME + when
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(when)
 
 
 def uid_for(*parts: str) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
+from kubemedic.model.objects import format_micro_time, format_time
+
 
 class VirtualClock:
     """Monotonic virtual time: ``origin + speed * (real elapsed)`` plus explicit jumps."""
@@ -74,14 +76,10 @@ class VirtualClock:
         self._base += timedelta(seconds=seconds)
 
 
-def rfc3339(moment: datetime) -> str:
-    """Second precision, as metav1.Time serialises (``2026-11-30T05:21:32Z``)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def rfc3339_micro(moment: datetime) -> str:
-    """Microsecond precision, as metav1.MicroTime serialises (events.k8s.io eventTime)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+#: Second precision, as metav1.Time serialises (the model's one formatter).
+rfc3339 = format_time
+#: Microsecond precision, as metav1.MicroTime serialises (events.k8s.io eventTime).
+rfc3339_micro = format_micro_time
 
 
 _HTTP_DATE: list[object] = [None, ""]

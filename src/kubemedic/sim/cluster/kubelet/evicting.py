@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from kubemedic.model.objects import format_time
 from kubemedic.model.quantities import Format, Quantity, QuantityError, parse_quantity
 
 __all__ = [
@@ -213,7 +214,7 @@ def evicted_event(
     """The ``Evicted`` core/v1 Event the kubelet on ``node`` records at ``moment``, with the
     annotations from :func:`eviction_message` in its metadata."""
     meta = pod.get("metadata") or {}
-    stamp = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = format_time(moment)
     involved = {
         "kind": pod.get("kind", "Pod"),
         "namespace": meta.get("namespace", ""),

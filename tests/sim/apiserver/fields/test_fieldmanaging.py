@@ -14,11 +14,10 @@ import yaml
 
 from kubemedic.model.fieldpaths import FieldPath
 from kubemedic.model.managedfields import decode_fieldsv1
-from kubemedic.sim.apiserver.fields import applying
+from kubemedic.sim.apiserver.fields import applying, fieldmanaging, fieldsets
 from kubemedic.sim.apiserver.fields.fieldmanaging import (
     STRIPPED_FIELDS,
     manager_name,
-    object_fieldset,
     track_update,
     validate_field_manager,
 )
@@ -26,6 +25,14 @@ from kubemedic.sim.machinery.definitions import SchemaNode, definitions
 from kubemedic.sim.machinery.errors import StatusError
 from tests.factories import container, deployment
 from tests.sim.manifests import manifest
+
+
+def object_fieldset(obj: Obj, schema: SchemaNode | None, *, strip: bool = True) -> set[FieldPath]:
+    """The fields of ``obj`` (``Compare(nothing, obj).Added``): what it would give a manager
+    creating it from nothing, without the stripped fields unless ``strip`` is off."""
+    added = fieldsets.compare(fieldsets.ABSENT, obj, schema).added
+    return added - fieldmanaging.STRIPPED_FIELDS if strip else added
+
 
 Obj = dict[str, Any]
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kubemedic.model.events import read_event
 from kubemedic.sim.apiserver.registry import converting
-from kubemedic.sim.machinery import clock
+from kubemedic.sim.machinery import clock, errors
 from kubemedic.sim.machinery.errors import StatusError
 from tests.factories import event, node, pod
 
@@ -82,6 +82,31 @@ def validate(obj: Obj) -> None:
 
 
 # The renaming -------------------------------------------------------------------------------
+
+
+# What the field-selector mapping for events says, read off the tables the emulator serves by.
+
+
+def events_v1_selectable_fields(ev: dict[str, Any]) -> dict[str, str]:
+    """:func:`event_selectable_fields` of an ``events.k8s.io/v1`` Event, keyed by the labels
+    that API accepts (``regarding.name``, ``reportingController``...)."""
+    fields = converting.event_selectable_fields(converting.events_v1_to_core(ev))
+    return {
+        label: fields[core_label] for label, core_label in converting.EVENTS_V1_FIELD_LABELS.items()
+    }
+
+
+def event_field_label(group: str, label: str) -> str:
+    """The core label a field selector ``label`` sent to events of API ``group`` (``""`` for
+    core, ``"events.k8s.io"``) selects on; :class:`~kubemedic.sim.machinery.errors.StatusError` 400
+    for a label that API does not support, with the real message."""
+    if group == converting.EVENTS_GROUP:
+        mapped = converting.EVENTS_V1_FIELD_LABELS.get(label)
+        if mapped is not None:
+            return mapped
+    elif label in converting.CORE_EVENT_FIELD_LABELS:
+        return label
+    raise errors.bad_request(f"field label not supported: {label}")
 
 
 def test_a_legacy_event_is_served_by_events_k8s_io_under_the_new_names() -> None:
@@ -428,7 +453,7 @@ def test_source_falls_back_to_the_reporting_controller() -> None:
 
 
 def test_events_k8s_io_selects_on_its_own_names() -> None:
-    fields = converting.events_v1_selectable_fields(series_event())
+    fields = events_v1_selectable_fields(series_event())
 
     assert set(fields) == set(converting.EVENTS_V1_FIELD_LABELS)
     assert fields["regarding.name"] == "hub-5d8f7c9b4-x8k2p"
@@ -456,7 +481,7 @@ def test_events_k8s_io_selects_on_its_own_names() -> None:
 def test_each_api_s_labels_convert_to_the_core_ones(
     group: str, label: str, core_label: str
 ) -> None:
-    assert converting.event_field_label(group, label) == core_label
+    assert event_field_label(group, label) == core_label
 
 
 @pytest.mark.parametrize(
@@ -474,7 +499,7 @@ def test_each_api_s_labels_convert_to_the_core_ones(
 )
 def test_other_labels_are_a_bad_request(group: str, label: str) -> None:
     with pytest.raises(StatusError) as raised:
-        converting.event_field_label(group, label)
+        event_field_label(group, label)
 
     assert raised.value.code == 400
     assert raised.value.reason == "BadRequest"

@@ -79,7 +79,6 @@ __all__ = [
     "decode_stored",
     "encode_managed",
     "manager_name",
-    "object_fieldset",
     "record_update",
     "record_update_by_sets",
     "reset_fields",
@@ -121,13 +120,6 @@ class Conflicts(Exception):
 
 
 # --- what a write touches --------------------------------------------------------------------
-
-
-def object_fieldset(obj: Obj, schema: SchemaNode | None, *, strip: bool = True) -> set[FieldPath]:
-    """The fields of ``obj`` (``Compare(nothing, obj).Added``): what it would give a manager
-    creating it from nothing, without :data:`STRIPPED_FIELDS` unless ``strip`` is off."""
-    added = fieldsets.compare(fieldsets.ABSENT, obj, schema).added
-    return added - STRIPPED_FIELDS if strip else added
 
 
 def reset_fields(*, group: str, kind: str, schema: SchemaNode | None, subresource: str) -> FieldSet:

@@ -56,16 +56,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kubemedic.model import objects
-from kubemedic.sim.machinery import clock, errors
+from kubemedic.sim.machinery import clock
 
 __all__ = [
     "CORE_EVENT_FIELD_LABELS",
     "EVENTS_V1_FIELD_LABELS",
     "canonical_core_event",
     "core_to_events_v1",
-    "event_field_label",
     "event_selectable_fields",
-    "events_v1_selectable_fields",
     "events_v1_to_core",
 ]
 
@@ -319,23 +317,3 @@ def event_selectable_fields(core: Body) -> dict[str, str]:
         }
     )
     return fields
-
-
-def events_v1_selectable_fields(ev: Body) -> dict[str, str]:
-    """:func:`event_selectable_fields` of an ``events.k8s.io/v1`` Event, keyed by the labels
-    that API accepts (``regarding.name``, ``reportingController``...)."""
-    fields = event_selectable_fields(events_v1_to_core(ev))
-    return {label: fields[core_label] for label, core_label in EVENTS_V1_FIELD_LABELS.items()}
-
-
-def event_field_label(group: str, label: str) -> str:
-    """The core label a field selector ``label`` sent to events of API ``group`` (``""`` for
-    core, ``"events.k8s.io"``) selects on; :class:`~kubemedic.sim.machinery.errors.StatusError` 400
-    for a label that API does not support, with the real message."""
-    if group == EVENTS_GROUP:
-        mapped = EVENTS_V1_FIELD_LABELS.get(label)
-        if mapped is not None:
-            return mapped
-    elif label in CORE_EVENT_FIELD_LABELS:
-        return label
-    raise errors.bad_request(f"field label not supported: {label}")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from io import StringIO
 from pathlib import Path
 
+import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from kubemedic.cli import app
-from kubemedic.demo import SCENARIOS
+from kubemedic.demo import SCENARIOS, bundled_snapshots, replay
+from kubemedic.output import progress
+from tests.cli.terminal import fake_terminal, shown
 
 KUBEMEDIC = [sys.executable, "-c", "from kubemedic.cli import main; main()"]
 
@@ -57,3 +63,30 @@ def test_demo_can_scan_the_bundled_snapshots_instead() -> None:
     assert result.exit_code == 0
     assert "failed-pod-storm" in result.output
     assert "0 findings: 0 critical, 0 warning, 0 info" in result.output
+
+
+def test_on_a_terminal_the_demo_names_each_step_and_quiet_silences_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    buffer = fake_terminal(monkeypatch)
+    result = CliRunner().invoke(app, ["demo", "--snapshots"])
+    assert result.exit_code == 0
+    text = shown(buffer)
+    for directory in bundled_snapshots():
+        assert f"scanning the snapshot {directory.name}" in text
+    buffer.truncate(0)
+    quiet = CliRunner().invoke(app, ["-q", "demo", "--snapshots"])
+    assert quiet.exit_code == 0
+    assert buffer.getvalue() == ""
+    assert quiet.stdout == result.stdout
+
+
+def test_a_replay_on_a_terminal_names_the_replay_then_the_scan() -> None:
+    buffer = StringIO()
+    terminal = Console(file=buffer, force_terminal=True, width=200)
+    title, _, findings = replay("healthy", progress=progress.on_terminal(terminal))
+    assert title.startswith("healthy")
+    assert findings == []
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buffer.getvalue())
+    assert "replaying healthy on the simulated cluster" in text
+    assert "scanning the cluster healthy left behind" in text

@@ -40,12 +40,13 @@ from kubemedic import checks
 from kubemedic.checks.findings import Finding
 from kubemedic.model.view import ClusterView
 from kubemedic.output import rendering
+from kubemedic.output.progress import NO_PROGRESS, Progress, Task
 from kubemedic.snapshot import loading
 from kubemedic.store import schema
 
 if TYPE_CHECKING:
-    from kubemedic.sim.machinery.objects import Change
-    from kubemedic.sim.scenarios.timeline import ScenarioRun
+    from kubemedic.sim.machinery import Change
+    from kubemedic.sim.scenarios import ScenarioRun
 
 __all__ = ["SCENARIOS", "bundled_snapshots", "replay", "run"]
 
@@ -72,61 +73,59 @@ def run(
     *,
     console: Console,
     snapshots: bool = False,
-    err: Console | None = None,
     archive: Path | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> int:
     """Show every incident with its findings; returns the number of findings. The recorded
-    incident's archive is written to ``archive`` (kept) or to a temporary file."""
+    incident's archive is written to ``archive`` (kept) or to a temporary file. ``progress``
+    shows each step (replaying, recording, scanning, asking the archive) while it runs."""
     if snapshots:
-        return _scan_bundled(console=console)
+        return _scan_bundled(console=console, progress=progress)
     total = 0
-    status = err or Console(stderr=True)
     with tempfile.TemporaryDirectory(prefix="kubemedic-demo-") as scratch:
         for name in SCENARIOS:
             kept = archive or Path(scratch) / "archive.db"
             recorded = Path(scratch) if name == RECORDED else None
-            title, story, findings = replay(name, status=status, recorded=recorded, db=kept)
+            title, story, findings = replay(name, progress=progress, recorded=recorded, db=kept)
             total += len(findings)
             rendering.render_table(findings, console=console, title=title)
             console.print(Text(story, style="dim"))
             console.print()
             if recorded is not None:
-                _ask_the_archive(console, kept, keep=archive is not None)
+                _ask_the_archive(console, kept, keep=archive is not None, progress=progress)
     return total
 
 
 def replay(
     name: str,
     *,
-    status: Console | None = None,
+    progress: Progress = NO_PROGRESS,
     recorded: Path | None = None,
     db: Path | None = None,
 ) -> tuple[str, str, list[Finding]]:
     """Play one scenario to its end and scan the cluster it leaves: (title, story, findings).
     With ``recorded`` (a scratch directory) and ``db``, the scenario is served over HTTP for
     two hours of cluster time while ``kubemedic run`` records it into ``db``."""
-    from kubemedic.sim.apiserver import snapshotting  # noqa: PLC0415
-    from kubemedic.sim.scenarios import loading as scenarios  # noqa: PLC0415
-    from kubemedic.sim.scenarios import timeline  # noqa: PLC0415
+    from kubemedic.sim import apiserver, scenarios  # noqa: PLC0415
 
-    scenario = scenarios.load(name)
-    until = RECORDED_FOR if recorded is not None else None
-    run_ = timeline.ScenarioRun(scenario, until=until)
-    end = run_.duration.total_seconds()
     verb = "recording" if recorded is not None else "replaying"
-    if status is not None and status.is_terminal:
-        with status.status(f"{verb} {name} on the simulated cluster") as shown:
+    with progress.task(f"{verb} {name} on the simulated cluster") as task:
+        scenario = scenarios.load(name)
+        until = RECORDED_FOR if recorded is not None else None
+        run_ = scenarios.ScenarioRun(scenario, until=until)
+        end = run_.duration.total_seconds()
+        if recorded is not None:
+            task.phase(f"{verb} {name}: starting kubemedic run to record it over HTTP")
 
-            def on_step() -> None:
-                done = run_.elapsed().total_seconds()
-                shown.update(f"{verb} {name}: {_clock(done)} of {_clock(end)} cluster time")
+        def on_step() -> None:
+            done = run_.elapsed().total_seconds()
+            task.update(f"{verb} {name}: {_clock(done)} of {_clock(end)} cluster time")
 
-            _play(run_, on_step, recorded, db)
-    else:
-        _play(run_, None, recorded, db)
-    body = snapshotting.snapshot(run_.sim.server)
-    view = ClusterView.build(body["items"])
-    findings = checks.run_checks(view)
+        _play(run_, on_step if progress.active else None, recorded, db)
+        task.phase(f"scanning the cluster {name} left behind")
+        body = apiserver.snapshot(run_.sim.server)
+        view = ClusterView.build(body["items"])
+        findings = checks.run_checks(view, progress=_checking(task) if progress.active else None)
     info = {i.name: i for i in scenarios.available()}.get(name)
     title = f"{name}: {info.title}" if info is not None else name
     story = (
@@ -153,7 +152,7 @@ async def _record(
 ) -> None:
     """Serve ``run_`` and play it while ``kubemedic run`` records it into ``db``; returns when
     the recorder has caught up with the last change and stopped."""
-    from kubemedic.sim.apiserver.serving import write_kubeconfig  # noqa: PLC0415
+    from kubemedic.sim.apiserver import write_kubeconfig  # noqa: PLC0415
 
     last: dict[str, int] = {}
 
@@ -225,7 +224,14 @@ def _checkpoints(url: str) -> dict[str, str]:
     return {stream: version for stream, version in rows}
 
 
-def _ask_the_archive(console: Console, db: Path, *, keep: bool) -> None:
+def _checking(task: Task) -> Callable[[str], None]:
+    def running(check: str) -> None:
+        task.update(f"scanning: {check}")
+
+    return running
+
+
+def _ask_the_archive(console: Console, db: Path, *, keep: bool, progress: Progress) -> None:
     """What the API server forgot, asked of the archive with the commands a user would type."""
     url = f"sqlite:///{db}"
     console.rule("[bold]An hour later: the API server has forgotten; the archive has not")
@@ -236,15 +242,19 @@ def _ask_the_archive(console: Console, db: Path, *, keep: bool) -> None:
         ["incidents", "list"],
     ):
         console.print(f"[bold]$ kubemedic {' '.join(args)} --db {shown}[/bold]")
-        _raw(console, _cli([*args, "--db", url], width=console.width))
-    listed = orjson.loads(_cli(["incidents", "list", "--db", url, "--output", "json"]))
+        with progress.task(f"asking the archive: kubemedic {args[0]}"):
+            answer = _cli([*args, "--db", url], width=console.width)
+        _raw(console, answer)
+    with progress.task("asking the archive: kubemedic incidents list --output json"):
+        listed = orjson.loads(_cli(["incidents", "list", "--db", url, "--output", "json"]))
     console.print()
     worst = [i for i in listed["incidents"] if i["kind"] == "incident"]
     if worst:
         chosen = max(worst, key=lambda i: (i["severity"] == "critical", i["confidence"]))
         args = ["incidents", "export", chosen["id"], "--format", "markdown"]
         console.print(f"[bold]$ kubemedic {' '.join(args)} --db {shown}[/bold]  (first lines)")
-        draft = _cli([*args, "--db", url], width=console.width).splitlines()
+        with progress.task("asking the archive: kubemedic incidents export"):
+            draft = _cli([*args, "--db", url], width=console.width).splitlines()
         _raw(console, "\n".join(draft[:30]) + "\n")
         console.print(Text(f"... {len(draft) - 30} more lines", style="dim"))
     if not keep:
@@ -275,15 +285,18 @@ def _cli(args: list[str], *, width: int = 120) -> str:
     return done.stdout
 
 
-def _scan_bundled(*, console: Console) -> int:
+def _scan_bundled(*, console: Console, progress: Progress) -> int:
     total = 0
     for directory in bundled_snapshots():
         about = directory / "ABOUT"
         lines = about.read_text(encoding="utf-8").splitlines() if about.exists() else []
         title = lines[0] if lines else directory.name
-        loaded = loading.load_snapshot(directory)
-        view = loaded.view()
-        findings = checks.run_checks(view)
+        with progress.task(f"scanning the snapshot {directory.name}") as task:
+            loaded = loading.load_snapshot(directory)
+            view = loaded.view()
+            findings = checks.run_checks(
+                view, progress=_checking(task) if progress.active else None
+            )
         total += len(findings)
         rendering.render_table(findings, console=console, title=title)
         story = " ".join(line.strip() for line in lines[1:] if line.strip())

@@ -9,8 +9,9 @@ unfold; a served run is paced (10x real time unless ``--speed`` says otherwise) 
 keeps serving after the end until interrupted. ``--snapshot-out`` writes what ``kubectl get -o
 json`` would print at the end, for ``kubemedic scan --snapshot``.
 
-Progress is drawn with Rich on stderr: the scenario's clock against its end, nodes, pods and
-events in the API, and the last timeline action.
+Progress is drawn on stderr when it is a terminal (and ``--quiet`` is not given): the cluster
+time reached against the scenario's end, the speed (x real time), and the nodes, pods and events
+in the API.
 """
 
 from __future__ import annotations
@@ -19,23 +20,24 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kubemedic.sim.apiserver import serving, snapshotting
-from kubemedic.sim.scenarios import loading as scenarios
-from kubemedic.sim.scenarios import timeline
+from kubemedic.output.progress import NO_PROGRESS, Bar, Progress
+from kubemedic.sim import apiserver, scenarios
 
 __all__ = ["RunOptions", "list_scenarios", "run_scenario"]
 
 #: Pace of a served run when ``--speed`` is not given.
 SERVED_SPEED = 10.0
+
+#: Seconds between two updates of the progress bar.
+_REFRESH = 0.1
 
 
 @dataclass
@@ -62,22 +64,33 @@ def list_scenarios(*, console: Console) -> None:
     console.print(table)
 
 
-def run_scenario(options: RunOptions, *, console: Console, err: Console) -> timeline.ScenarioRun:
-    """Run a scenario (raises ``scenarios.ScenarioError`` on a bad one)."""
+def run_scenario(
+    options: RunOptions,
+    *,
+    console: Console,
+    err: Console,
+    progress: Progress = NO_PROGRESS,
+) -> scenarios.ScenarioRun:
+    """Run a scenario (raises ``scenarios.ScenarioError`` on a bad one). ``progress`` shows the
+    scenario's clock as it runs (it should draw on ``err``, where the run's notes go)."""
     scenario = scenarios.load(options.scenario)
-    run = timeline.ScenarioRun(scenario, seed=options.seed, until=options.until)
+    run = scenarios.ScenarioRun(scenario, seed=options.seed, until=options.until)
     started = time.perf_counter()
-    with _progress(err) as progress:
-        task = progress.add_task(scenario.name, total=run.duration.total_seconds())
+    with progress.bar(scenario.name, total=run.duration.total_seconds()) as bar:
+        shown = [0.0]
 
         def on_step() -> None:
-            _update(progress, task, run)
+            now = time.perf_counter()
+            if now - shown[0] >= _REFRESH:  # counting the API's objects is not free
+                shown[0] = now
+                _update(bar, run, started)
 
+        stepped = on_step if progress.active else None
         if options.serve or options.speed is not None:
-            asyncio.run(_run_paced(run, options, err=err, on_step=on_step))
+            asyncio.run(_run_paced(run, options, err=err, on_step=stepped))
         else:
-            run.run(on_step=on_step)
-        _update(progress, task, run)
+            run.run(on_step=stepped)
+        _update(bar, run, started)
     wall = time.perf_counter() - started
     simulated = run.elapsed().total_seconds()
     console.print(
@@ -88,7 +101,7 @@ def run_scenario(options: RunOptions, *, console: Console, err: Console) -> time
         highlight=False,
     )
     if options.snapshot_out is not None:
-        items = snapshotting.write_snapshot(options.snapshot_out, run.sim.server)
+        items = apiserver.write_snapshot(options.snapshot_out, run.sim.server)
         console.print(
             f"snapshot: {items} objects written to {options.snapshot_out}", highlight=False
         )
@@ -96,11 +109,11 @@ def run_scenario(options: RunOptions, *, console: Console, err: Console) -> time
 
 
 async def _run_paced(
-    run: timeline.ScenarioRun,
+    run: scenarios.ScenarioRun,
     options: RunOptions,
     *,
     err: Console,
-    on_step: Callable[[], None],
+    on_step: Callable[[], None] | None,
 ) -> None:
     speed = options.speed if options.speed is not None else SERVED_SPEED
     stop = asyncio.Event()
@@ -113,7 +126,7 @@ async def _run_paced(
         # The simulation runs the server's control loops on its own passes.
         port = await server.start(port=options.port, tick=False)
         if options.kubeconfig_out is not None:
-            serving.write_kubeconfig(options.kubeconfig_out, f"http://127.0.0.1:{port}")
+            apiserver.write_kubeconfig(options.kubeconfig_out, f"http://127.0.0.1:{port}")
         err.print(f"serving the cluster's API on {server.url}", highlight=False)
     try:
         await run.run_paced(speed=speed, stop=stop, on_step=on_step)
@@ -125,30 +138,14 @@ async def _run_paced(
             await server.stop()
 
 
-@contextlib.contextmanager
-def _progress(err: Console) -> Iterator[Progress]:
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[clock]}"),
-        TextColumn("{task.fields[counts]}", style="dim"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-        disable=not err.is_terminal,
-    )
-    with progress:
-        yield progress
-
-
-def _update(progress: Progress, task: TaskID, run: timeline.ScenarioRun) -> None:
+def _update(bar: Bar, run: scenarios.ScenarioRun, started: float) -> None:
     elapsed = run.elapsed()
     sim = run.sim
-    progress.update(
-        task,
-        completed=elapsed.total_seconds(),
-        clock=f"T+{_clock(elapsed)} / {_clock(run.duration)}",
-        counts=f"{sim.count('nodes')} nodes {sim.count('pods')} pods {sim.count('events')} events",
+    speed = elapsed.total_seconds() / max(time.perf_counter() - started, 1e-9)
+    bar.update(
+        elapsed.total_seconds(),
+        f"T+{_clock(elapsed)} / {_clock(run.duration)}  {speed:,.0f}x real time  "
+        f"{sim.count('nodes')} nodes {sim.count('pods')} pods {sim.count('events')} events",
     )
 
 

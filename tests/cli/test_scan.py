@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -6,6 +8,7 @@ from typer.testing import CliRunner
 
 from kubemedic import __version__
 from kubemedic.cli import app
+from tests.cli.terminal import fake_terminal, shown
 from tests.factories import container, deployment, node, pod
 
 runner = CliRunner()
@@ -27,19 +30,6 @@ def write_cluster(directory: Path, *, overcommitted: bool) -> Path:
     path = directory / "cluster.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     return path
-
-
-def test_version_flag_prints_the_package_version() -> None:
-    result = runner.invoke(app, ["--version"])
-    assert result.exit_code == 0
-    assert result.output.strip() == f"kubemedic {__version__}"
-
-
-@pytest.mark.parametrize("command", [[], ["scan"], ["demo"], ["checks"]])
-def test_every_command_has_help(command: list[str]) -> None:
-    result = runner.invoke(app, [*command, "--help"])
-    assert result.exit_code == 0
-    assert "Usage" in result.output
 
 
 def test_json_output_follows_the_contract_and_exit_code_reflects_findings(tmp_path: Path) -> None:
@@ -187,3 +177,55 @@ def test_table_shows_a_limited_number_of_rows_per_check_but_counts_everything(
     )
     assert everything.stdout.count("has memory requests") == 5
     assert "more (--limit 0" not in everything.stdout
+
+
+# -- progress -----------------------------------------------------------------------------------
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    snapshot = str(write_cluster(tmp_path, overcommitted=True))
+    result = runner.invoke(app, ["scan", "-s", snapshot, "-o", "json"])
+    assert result.exit_code == 1
+    assert result.stderr == ""
+    done = subprocess.run(
+        [sys.executable, "-m", "kubemedic.cli", "scan", "-s", snapshot, "-o", "json"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr == b""
+    assert json.loads(done.stdout)["findings"]
+
+
+def test_on_a_terminal_progress_names_reading_the_view_and_each_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    buffer = fake_terminal(monkeypatch)
+    snapshot = str(write_cluster(tmp_path, overcommitted=True))
+    chosen = ["--check", "node-memory-overcommit", "--check", "evicted"]
+    result = runner.invoke(app, ["scan", "-s", snapshot, "-o", "json", *chosen])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["findings"]  # stdout carries the document only
+    text = shown(buffer)
+    for phase in (
+        f"reading {snapshot}",
+        "building the view of 2 objects",
+        "checking: node-memory-overcommit (1 of 2)",
+        "checking: evicted (2 of 2)",
+        "writing 1 finding(s) as JSON",
+    ):
+        assert phase in text
+
+
+@pytest.mark.parametrize("quiet", ["--quiet", "-q"])
+def test_quiet_turns_progress_off_even_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: str
+) -> None:
+    buffer = fake_terminal(monkeypatch)
+    snapshot = str(write_cluster(tmp_path, overcommitted=True))
+    result = runner.invoke(app, [quiet, "scan", "-s", snapshot, "-o", "json"])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["findings"]
+    assert buffer.getvalue() == ""
+    assert runner.invoke(app, [quiet, "checks"]).exit_code == 0

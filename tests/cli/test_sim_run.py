@@ -4,6 +4,7 @@ scanned, the API served while a scenario runs and watched by the real kubectl, b
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -11,7 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from kubemedic.cli import app
+from tests.cli.terminal import fake_terminal, shown
 from tests.sim.conftest import KUBECTL, needs_kubectl
 
 KUBEMEDIC = [sys.executable, "-c", "from kubemedic.cli import main; main()"]
@@ -152,3 +156,34 @@ def _check_watching(kubeconfig: Path, proc: subprocess.Popen[str]) -> None:
     assert "workers-" in top.stdout
     assert "MEMORY(bytes)" in top.stdout
     assert proc.poll() is None
+
+
+# -- progress -----------------------------------------------------------------------------------
+
+
+def test_progress_is_silent_when_stderr_is_a_pipe() -> None:
+    done = _kubemedic("sim", "run", "healthy", "--until", "2m")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "healthy: 00:02:00 of cluster time" in done.stdout
+
+
+def test_on_a_terminal_progress_shows_cluster_time_speed_and_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    buffer = fake_terminal(monkeypatch)
+    result = CliRunner().invoke(app, ["sim", "run", "healthy", "--until", "2m"])
+    assert result.exit_code == 0, result.output
+    text = shown(buffer)
+    assert "healthy" in text
+    assert "T+00:02:00 / 00:02:00" in text
+    assert "x real time" in text
+    assert re.search(r"\d+ nodes \d+ pods \d+ events", text)
+
+
+def test_quiet_keeps_the_terminal_free_of_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    buffer = fake_terminal(monkeypatch)
+    result = CliRunner().invoke(app, ["--quiet", "sim", "run", "healthy", "--until", "2m"])
+    assert result.exit_code == 0, result.output
+    assert buffer.getvalue() == ""
+    assert "healthy: 00:02:00 of cluster time" in result.stdout

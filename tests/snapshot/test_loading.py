@@ -184,3 +184,21 @@ def test_concatenated_documents_are_as_strict_as_single_ones(tmp_path: Path) -> 
     bad.write_text(json.dumps(pod("a")) + "\n" + '{"kind": "Pod", "metadata": {"name": "\\udcff"}}')
     with pytest.raises(SnapshotError, match=r"watch\.json: line 2, column \d+: invalid JSON"):
         load_snapshot(bad)
+
+
+def test_progress_names_each_file_and_counts_objects_as_pieces_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-nodes.json").write_text(json.dumps(as_list(node("n1"), node("n2"))))
+    (tmp_path / "b-pods.json").write_text(json.dumps(big_list(40), indent=2))
+    monkeypatch.setattr(loading, "_PIECE_BYTES", 700)
+    told: list[str] = []
+    loaded = load_snapshot(tmp_path, progress=told.append)
+    assert len(loaded.bodies) == 42
+    assert told[0] == "reading a-nodes.json (1 of 2 files): 0 objects"
+    assert told[1] == "reading b-pods.json (2 of 2 files): 2 objects"
+    pieces = [line for line in told if line.startswith("reading b-pods.json")][1:]
+    assert len(pieces) > 3  # every few (here: hundred) bytes of a large list
+    counts = [int(line.rsplit(": ", 1)[1].split()[0]) for line in pieces]
+    assert counts == sorted(counts) and counts[-1] <= 42
+    assert told[-1] == "checking the quantities of 42 objects"

@@ -90,12 +90,14 @@ def run_checks(
     *,
     names: Iterable[str] | None = None,
     configs: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Finding]:
     """Run the chosen checks (all by default) and return their findings, most severe first.
 
     A ``QuantityError`` (an invalid quantity in some object) is not a crash of the check but bad
     input: it becomes a warning finding naming the object and field, and the check's other
-    findings are lost only for that check.
+    findings are lost only for that check. ``progress`` is called with each check's name as it
+    starts.
     """
     chosen = list(REGISTRY) if names is None else list(names)
     unknown = [name for name in chosen if name not in REGISTRY]
@@ -104,6 +106,8 @@ def run_checks(
     findings: list[Finding] = []
     for name in chosen:
         spec = REGISTRY[name]
+        if progress is not None:
+            progress(name)
         config = (configs or {}).get(name)
         try:
             findings.extend(spec.run(view, config))

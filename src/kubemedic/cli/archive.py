@@ -20,21 +20,18 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from kubemedic.cli import OutputFormat, _fail
-from kubemedic.model import objects, timing
-from kubemedic.model.quantities import Format, Quantity
+from kubemedic.cli._common import OutputFormat, _fail, out_console
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     from kubemedic.store.db import Archive
     from kubemedic.store.queries import ArchivedEvent, OomEntry
 
@@ -97,6 +94,8 @@ def _moment(flag: str, text: str | None) -> Moment:
     duration = parse_duration(text)
     if duration is not None:
         return duration
+    from kubemedic.model import objects  # noqa: PLC0415 - loaded when a command runs
+
     when = objects.parse_time(text.strip())
     if when is None:
         raise _fail(
@@ -207,17 +206,25 @@ def _rfc3339(when: datetime | None) -> str | None:
 
 
 def _age(when: datetime | None, now: datetime) -> str:
+    from kubemedic.model import timing  # noqa: PLC0415
+
     return "<unknown>" if when is None else timing.kubectl_age(now - when)
 
 
 def _cell(text: str, style: str = "") -> Text:
     """Cluster data as a table cell: never read as Rich markup, control characters (terminal
     escapes a pod could put in a message) shown as ``?``, line breaks as spaces."""
+    from rich.text import Text  # noqa: PLC0415 - Rich loads when a table is printed
+
     flat = text.replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
     return Text(_CONTROL.sub("?", flat), style=style)
 
 
 def _amount(value: int | None, resource: str) -> str:
+    from fractions import Fraction  # noqa: PLC0415
+
+    from kubemedic.model.quantities import Format, Quantity  # noqa: PLC0415
+
     if value is None:
         return ""
     if resource == "cpu":
@@ -228,11 +235,15 @@ def _amount(value: int | None, resource: str) -> str:
 
 
 def _write_json(document: object) -> None:
+    import orjson  # noqa: PLC0415
+
     sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
 
 
 def _table(columns: Sequence[str], caption: str) -> Table:
+    from rich.table import Table  # noqa: PLC0415
+
     table = Table(box=None, header_style="bold", pad_edge=False, caption=caption)
     table.caption_justify = "left"
     for column in columns:
@@ -375,9 +386,9 @@ def events(
     if output is OutputFormat.json:
         _write_json([event_json(event) for event in found])
     elif not found:
-        Console().print(f"no events match{unknown}", highlight=False)
+        out_console().print(f"no events match{unknown}", highlight=False)
     else:
-        _events_table(found, now=now, namespaced=namespace is not None, console=Console())
+        _events_table(found, now=now, namespaced=namespace is not None, console=out_console())
 
 
 # -- kubemedic oom ----------------------------------------------------------------------------
@@ -419,6 +430,8 @@ def _details(entry: OomEntry) -> str:
     if entry.kind == "eviction":
         return entry.message or f"evicted: node low on {entry.resource or 'a resource'}"
     parts = [f"exit code {entry.exit_code}" if entry.exit_code is not None else "OOMKilled"]
+    from kubemedic.model import timing  # noqa: PLC0415
+
     if entry.usage_source == "metrics" and entry.usage_at is not None and entry.time is not None:
         before = timing.kubectl_age(entry.time - entry.usage_at)
         parts.append(f"usage sampled {before} before the kill")
@@ -505,9 +518,9 @@ def oom(
     if output is OutputFormat.json:
         _write_json([oom_json(entry) for entry in found])
     elif not found:
-        Console().print(f"no OOM kills or evictions match{unknown}", highlight=False)
+        out_console().print(f"no OOM kills or evictions match{unknown}", highlight=False)
     else:
-        _oom_table(found, console=Console())
+        _oom_table(found, console=out_console())
 
 
 def register(app: typer.Typer) -> None:

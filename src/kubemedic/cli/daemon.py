@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
 import signal
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kubemedic.cli._common import _fail
 from kubemedic.cli.archive import parse_duration
-from kubemedic.kube.config import KubeAccessError
-from kubemedic.run.daemon import Daemon, DaemonOptions
-from kubemedic.store.db import ArchiveError, database_url
+
+if TYPE_CHECKING:
+    from kubemedic.run.daemon import Daemon
 
 __all__ = ["register"]
 
@@ -74,7 +73,12 @@ def run(
 ) -> None:
     """Record every event, OOM kill, eviction and node transition into the archive, and scan
     the cluster on a schedule; runs until interrupted."""
-    from kubemedic.cli import _fail  # noqa: PLC0415 - the package imports us
+    import asyncio  # noqa: PLC0415 - loaded when it runs
+    import logging  # noqa: PLC0415
+
+    from kubemedic.kube.config import KubeAccessError  # noqa: PLC0415
+    from kubemedic.run.daemon import Daemon, DaemonOptions  # noqa: PLC0415
+    from kubemedic.store.db import ArchiveError, database_url  # noqa: PLC0415
 
     def duration(flag: str, text: str) -> timedelta:
         parsed = parse_duration(text)
@@ -113,6 +117,8 @@ def run(
 
 
 async def _serve(daemon: Daemon) -> None:
+    import asyncio  # noqa: PLC0415
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
-from kubemedic.cli import OutputFormat, _fail
 from kubemedic.cli import archive as archive_cli
+from kubemedic.cli._common import OutputFormat, _fail, err_console, out_console
 
 if TYPE_CHECKING:
     from kubemedic.incidents.model import Incident
@@ -94,7 +93,7 @@ def list_incidents(
             sys.stdout.buffer.write(render.list_json(shown))
             sys.stdout.flush()
             return
-        console = Console()
+        console = out_console()
         if not shown:
             hint = archive_cli._unknown_cluster(archive, cluster)
             console.print(f"No incidents in {archive.url}{hint}.", highlight=False)
@@ -118,7 +117,7 @@ def show(
         incident = _find(_all(archive, cluster), incident_id, archive=archive, db=db)
         from kubemedic.incidents import render  # noqa: PLC0415
 
-        render.render_detail(incident, console=Console())
+        render.render_detail(incident, console=out_console())
 
 
 @incidents_app.command("export")
@@ -154,7 +153,7 @@ def export(
         out.write_bytes(data)
     except OSError as error:
         raise _fail(f"--out {out}: cannot write: {error.strerror or error}") from None
-    Console(stderr=True).print(f"wrote {incident.id} to {out}", highlight=False)
+    err_console().print(f"wrote {incident.id} to {out}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

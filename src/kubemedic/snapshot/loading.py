@@ -24,7 +24,7 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -68,23 +68,35 @@ class LoadedSnapshot:
         return view
 
 
-def load_snapshot(path: str | os.PathLike[str], *, validate: bool = True) -> LoadedSnapshot:
-    """Read every object under ``path``. Raises ``SnapshotError`` on any unreadable input."""
+def load_snapshot(
+    path: str | os.PathLike[str],
+    *,
+    validate: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> LoadedSnapshot:
+    """Read every object under ``path``. Raises ``SnapshotError`` on any unreadable input.
+
+    ``progress`` is told what is being done as it goes (the file being read, the objects read so
+    far: after each file, and every few megabytes of a large one)."""
     root = Path(path)
     if not root.exists():
         raise SnapshotError(f"{root}: no such file or directory")
     loaded = LoadedSnapshot()
+    files = list(_files(root, loaded))
     with objects.gc_paused() as pause:
-        for file in _files(root, loaded):
+        for number, file in enumerate(files, 1):
             loaded.files.append(file)
             loaded.spans.append((len(loaded.bodies), file))
-            for body in _documents(file):
+            told = None if progress is None else _reading(progress, file, number, files, loaded)
+            for body in _documents(file, told):
                 _collect(body, file=file, loaded=loaded)
         if not loaded.files:
             raise SnapshotError(
                 f"{root}: no snapshot files found (expected {', '.join(SUFFIXES)}, optionally .gz)"
             )
         if validate:
+            if progress is not None:
+                progress(f"checking the quantities of {len(loaded.bodies):,} objects")
             ends = [start for start, _ in loaded.spans[1:]] + [len(loaded.bodies)]
             for (start, file), end in zip(loaded.spans, ends, strict=True):
                 for index in range(start, end):
@@ -92,6 +104,23 @@ def load_snapshot(path: str | os.PathLike[str], *, validate: bool = True) -> Loa
         # A large snapshot is kept for the rest of the scan: leave it out of later collections.
         pause.freeze = len(loaded.bodies) >= FREEZE_OBJECTS
     return loaded
+
+
+def _reading(
+    progress: Callable[[str], None],
+    file: Path,
+    number: int,
+    files: list[Path],
+    loaded: LoadedSnapshot,
+) -> Callable[[int], None]:
+    """The progress of reading ``file``, told how many of its items are parsed so far."""
+    kept = len(loaded.bodies)
+
+    def tell(parsed: int) -> None:
+        progress(f"reading {file.name} ({number} of {len(files)} files): {kept + parsed:,} objects")
+
+    tell(0)
+    return tell
 
 
 def _files(root: Path, loaded: LoadedSnapshot) -> Iterator[Path]:
@@ -142,9 +171,9 @@ def _decode(file: Path, raw: bytes) -> str:
         ) from None
 
 
-def _documents(file: Path) -> Iterator[Any]:
+def _documents(file: Path, parsed: Callable[[int], None] | None = None) -> Iterator[Any]:
     if _format_of(file) == "json":
-        in_pieces = _list_in_pieces(file)
+        in_pieces = _list_in_pieces(file, parsed)
         if in_pieces is not None:
             yield in_pieces
             return
@@ -185,7 +214,9 @@ def _json_documents(file: Path, text: str) -> Iterator[Any]:
     yield from decoded
 
 
-def _list_in_pieces(file: Path) -> dict[str, Any] | None:
+def _list_in_pieces(
+    file: Path, parsed: Callable[[int], None] | None = None
+) -> dict[str, Any] | None:
     """A large pretty-printed ``List`` (as ``kubectl get -o json`` writes it), read and parsed a
     few megabytes of items at a time, so neither the whole file nor the JSON parser's working
     tree of it is ever held in memory beside the objects (for 150,000 pods that is over a
@@ -198,7 +229,7 @@ def _list_in_pieces(file: Path) -> dict[str, Any] | None:
             gzipped = file.name.lower().endswith(".gz") or plain.read(2) == b"\x1f\x8b"
         opener: Any = gzip.open if gzipped else open
         with opener(file, "rb") as stream:
-            document = _parse_pieces(stream)
+            document = _parse_pieces(stream, parsed)
     except (OSError, EOFError, ValueError, zlib.error):  # JSONDecodeError is a ValueError
         return None
     if document is None:
@@ -209,7 +240,9 @@ def _list_in_pieces(file: Path) -> dict[str, Any] | None:
     return document
 
 
-def _parse_pieces(stream: Any) -> dict[str, Any] | None:
+def _parse_pieces(
+    stream: Any, parsed: Callable[[int], None] | None = None
+) -> dict[str, Any] | None:
     buffer: bytes = stream.read(_PIECE_BYTES)
     opening = _ITEMS_OPENING.search(buffer)
     if opening is None:
@@ -236,6 +269,8 @@ def _parse_pieces(stream: Any) -> dict[str, Any] | None:
         if cut != -1:
             items.extend(_share_strings(buffer[: cut + width + 2], shared))
             buffer = buffer[cut + width + 4 :]
+            if parsed is not None:
+                parsed(len(items))
         more = stream.read(_PIECE_BYTES)
         if not more:
             return None

@@ -10,7 +10,7 @@ from kubemedic.sim.cluster.metricsserver import MetricsServer, binary_quantity, 
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.hosts import Hosts
 from kubemedic.sim.cluster.runtime.usage import UsageModel
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 from tests.sim.conftest import Running, needs_kubectl
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

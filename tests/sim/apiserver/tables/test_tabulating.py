@@ -12,7 +12,7 @@ from kubemedic.sim.apiserver.tables.tabulating import (
     table,
 )
 from kubemedic.sim.machinery.errors import StatusError
-from kubemedic.testing.builders import BASE_TIME
+from kubemedic.testing.bodies import BASE_TIME
 from tests.factories import (
     container,
     deployment,

@@ -15,7 +15,7 @@ from kubemedic.sim.cluster.controllers.podgc import PodGC
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.machinery.objects import Obj
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 from tests.sim.cluster.controllers.test_replicasets import StandInKubelet
 
 WORKER = {"role": "worker"}

@@ -14,7 +14,7 @@ from kubemedic.sim.cluster.controllers.replicasets import ReplicaSetController
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.machinery.objects import Obj
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 from tests.sim.cluster.controllers.test_replicasets import StandInKubelet
 
 HASH = re.compile(r"^[4-9bcdf]{1,10}$")

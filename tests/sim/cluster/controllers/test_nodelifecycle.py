@@ -12,7 +12,7 @@ from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.hosts import Hosts
 from kubemedic.sim.machinery.clock import rfc3339
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

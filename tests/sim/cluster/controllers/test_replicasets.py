@@ -18,7 +18,7 @@ from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.objects import Change, Obj
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 
 # -- factories -------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubemedic.sim.cluster.kubelet import admission as kubeletadmission
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 
 Obj = dict[str, Any]
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubemedic.sim.cluster.kubelet import evicting
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 
 MI = 1024 * 1024
 GI = 1024 * MI

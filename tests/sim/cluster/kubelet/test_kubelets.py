@@ -13,7 +13,7 @@ from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.hosts import Hosts
 from kubemedic.sim.machinery.objects import Change
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 
 Obj = dict[str, Any]
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -11,7 +11,7 @@ from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.hosts import Hosts
 from kubemedic.sim.cluster.runtime.usage import UsageModel, starved_probe_output
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from kubemedic.sim.cluster.runtime.usage import (
     parse_usage,
     system_usage,
 )
-from kubemedic.testing import builders
+from kubemedic.testing import bodies as builders
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 MI = 1024 * 1024

@@ -6,7 +6,7 @@ from typing import Any
 
 from kubemedic.sim.cluster.scheduler import filtering
 from kubemedic.sim.cluster.scheduler.framework import Code, Status
-from kubemedic.testing import builders as b
+from kubemedic.testing import bodies as b
 
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 

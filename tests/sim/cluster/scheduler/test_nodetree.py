@@ -1,7 +1,7 @@
 """The nodes a scheduling cycle looks at and their order."""
 
 from kubemedic.sim.cluster.scheduler import filtering, nodetree
-from kubemedic.testing import builders as b
+from kubemedic.testing import bodies as b
 
 
 def test_nodes_are_visited_one_zone_at_a_time() -> None:

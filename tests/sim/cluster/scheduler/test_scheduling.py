@@ -9,7 +9,7 @@ from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.scheduler.scheduling import Scheduler
 from kubemedic.sim.machinery.objects import Obj
-from kubemedic.testing import builders as b
+from kubemedic.testing import bodies as b
 
 PURPOSE = "hub.jupyter.org/node-purpose"
 INCIDENT_MESSAGE = (

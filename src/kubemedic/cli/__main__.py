@@ -1,0 +1,5 @@
+"""``python -m kubemedic.cli``: the ``kubemedic`` command."""
+
+from kubemedic.cli import main
+
+main()

@@ -1,0 +1,70 @@
+"""The ``kubemedic`` app itself: its version, its help, its global ``--quiet``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from kubemedic import __version__
+from kubemedic.cli import app
+
+runner = CliRunner()
+
+
+def command_paths(group: Any = None, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command of the app, as the words that invoke it (``("sim", "run")``)."""
+    group = group if group is not None else typer.main.get_command(app)
+    paths = []
+    for name, command in group.commands.items():
+        path = (*prefix, name)
+        if hasattr(command, "commands"):
+            paths.extend(command_paths(command, path))
+        else:
+            paths.append(path)
+    return paths
+
+
+def test_version_flag_prints_the_package_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"kubemedic {__version__}"
+
+
+@pytest.mark.parametrize("command", [[], ["scan"], ["demo"], ["checks"]])
+def test_every_command_has_help(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0
+    assert "Usage" in result.output
+
+
+def test_the_app_has_the_commands_of_every_group() -> None:
+    assert set(command_paths()) == {
+        ("scan",),
+        ("checks",),
+        ("sim", "serve"),
+        ("sim", "list"),
+        ("sim", "run"),
+        ("demo",),
+        ("events",),
+        ("oom",),
+        ("run",),
+        ("incidents", "list"),
+        ("incidents", "show"),
+        ("incidents", "export"),
+    }
+
+
+@pytest.mark.parametrize("flag", ["--quiet", "-q"])
+@pytest.mark.parametrize("path", command_paths(), ids=" ".join)
+def test_quiet_is_accepted_before_every_command(flag: str, path: tuple[str, ...]) -> None:
+    result = runner.invoke(app, [flag, *path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+def test_quiet_is_documented_as_a_global_option() -> None:
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert "--quiet" in result.output and "-q" in result.output

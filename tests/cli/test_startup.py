@@ -1,0 +1,87 @@
+"""Start-up loads only what the command runs: ``--version`` and a snapshot scan never load the
+database stack, the HTTP clients, the simulator, the daemon, incidents or the Kubernetes
+client. Each command runs in a fresh interpreter, which then reports every module it loaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.factories import node, pod
+
+FORBIDDEN = (
+    "sqlalchemy",
+    "alembic",
+    "aiohttp",
+    "lightkube",
+    "httpx2",
+    "psycopg",
+    "kubemedic.sim",
+    "kubemedic.store",
+    "kubemedic.run",
+    "kubemedic.incidents",
+    "kubemedic.kube",
+)
+
+PROBE = """
+import json, sys
+sys.argv = ["kubemedic", *sys.argv[1:]]
+from kubemedic.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+"""
+
+
+def loaded_modules(*args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    line = done.stderr.rsplit("\nMODULES ", 1)[-1]
+    return set(json.loads(line))
+
+
+def forbidden_in(modules: set[str]) -> list[str]:
+    return sorted(
+        name
+        for name in modules
+        if any(name == root or name.startswith(root + ".") for root in FORBIDDEN)
+    )
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("startup") / "cluster.json"
+    items = [node("core-1"), pod("web-1", node_name="core-1")]
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def test_version_loads_none_of_the_heavy_parts() -> None:
+    modules = loaded_modules("--version")
+    assert "kubemedic.cli" in modules
+    assert forbidden_in(modules) == []
+    assert "kubemedic.checks" not in modules  # nor any check
+
+
+def test_a_snapshot_scan_loads_none_of_the_heavy_parts(snapshot: Path) -> None:
+    modules = loaded_modules("scan", "--snapshot", str(snapshot), "--output", "json")
+    assert "kubemedic.snapshot.loading" in modules  # it did scan
+    assert forbidden_in(modules) == []
+
+
+def test_the_probe_sees_what_a_command_loads(tmp_path: Path) -> None:
+    """The same probe, on a command that needs the database: it must show it (so an empty list
+    above means the modules were absent, not that the probe saw nothing)."""
+    modules = loaded_modules("events", "--db", str(tmp_path / "absent.db"))
+    assert "sqlalchemy" in forbidden_in(modules)

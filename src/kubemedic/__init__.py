@@ -9,6 +9,9 @@ The public surface: read a snapshot, build a view, run the checks, read the find
 
 The names below are imported on first use, so that importing a part of kubemedic (the command
 line answering ``--version``, say) does not load every check.
+
+May import: everything below it (it re-exports the checks, the model and the snapshot reader,
+loaded on first use).
 """
 
 import importlib as _importlib

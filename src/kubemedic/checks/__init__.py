@@ -2,6 +2,9 @@
 
 Importing this package registers every check in ``registry.REGISTRY``, in the order below (the
 order ``kubemedic checks`` lists them and the scan runs them).
+
+May import: :mod:`kubemedic.model` and :mod:`kubemedic.errors` only; no I/O (import-linter
+holds this).
 """
 
 from kubemedic.checks import (

@@ -7,6 +7,8 @@ the command definitions only. The command modules never import this package's ow
 
 Exit codes everywhere: 0 when nothing is at or above ``--fail-on``, 1 when something is, 2 for a
 usage or input error (the message names the file, object or flag at fault).
+
+May import: everything (it is the top layer); nothing imports it.
 """
 
 from __future__ import annotations

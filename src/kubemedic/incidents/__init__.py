@@ -4,6 +4,9 @@ postmortem drafts.
 ``grouping.group(episodes, signals)`` is the pure model (the rules are in its docstring);
 ``archive.load``/``archive.incidents`` read them from the archive; ``render`` writes the
 postmortem draft (Markdown), JSON and terminal views.
+
+May import: :mod:`kubemedic.store` and the other edges, :mod:`kubemedic.checks`,
+:mod:`kubemedic.model`, :mod:`kubemedic.errors`; never the simulator or the command line.
 """
 
 from kubemedic.incidents.grouping import DEFAULT_WINDOW, group, incident_id, link

@@ -1,3 +1,20 @@
-"""Live cluster access: kubeconfig resolution, a raw JSON transport over lightkube's client,
-reflectors (list, watch, relist on 410, back-off), compact caches, Lease leader election and
-the clock kubemedic reads time from."""
+"""Live cluster access: kubeconfig resolution as kubectl does it, a raw JSON transport over
+lightkube's configured client (``api``, with typed status errors), reflectors (list, watch,
+relist on 410, back-off), compact caches, Lease leader election, the clock kubemedic reads time
+from, and the one-shot read of a cluster for ``scan`` (``livescan``).
+
+May import: :mod:`kubemedic.checks`, :mod:`kubemedic.model`, :mod:`kubemedic.errors`; never the
+store, the simulator or the command line.
+"""
+
+__all__ = [
+    "api",
+    "backoff",
+    "clock",
+    "compact",
+    "config",
+    "kinds",
+    "leader",
+    "livescan",
+    "reflector",
+]

@@ -1,1 +1,28 @@
-"""Pure model of Kubernetes objects: quantities, resources, field paths, owners, the view."""
+"""Pure model of Kubernetes objects: what every other layer reads objects through.
+
+Quantities and resources, field paths and managedFields, owners and placement (node affinity,
+taints), scheduling messages, events and evictions as the kubelet words them, durations and
+times (one parser, one kubectl-style age), names and label selectors (the one parser), and the
+``ClusterView`` the checks read. No I/O: nothing here reads a file, a socket or a clock.
+
+May import: :mod:`kubemedic.errors` only (import-linter holds this).
+"""
+
+__all__ = [
+    "containers",
+    "durations",
+    "events",
+    "eviction",
+    "fieldpaths",
+    "managedfields",
+    "names",
+    "objects",
+    "owners",
+    "placement",
+    "quantities",
+    "resources",
+    "scheduling",
+    "selectors",
+    "timing",
+    "view",
+]

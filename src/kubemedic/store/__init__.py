@@ -1,7 +1,23 @@
 """The archive: what the API server forgets, kept in SQLite or PostgreSQL.
 
 ``schema`` declares the tables (SQLAlchemy Core), ``migrations`` evolves them (Alembic), ``db``
-opens an archive from a URL, ``writer`` upserts batches idempotently with their checkpoints in
-one transaction (``bulk`` is each database's fast path, ``episodes`` the findings' episodes),
-``retention`` deletes what a policy no longer keeps, ``queries`` answers the CLI's questions.
+opens an archive from a URL, ``records`` are the rows and ``extraction`` reads them from object
+bodies, ``writer`` upserts batches idempotently with their checkpoints in one transaction
+(``bulk`` is each database's fast path, ``episodes`` the findings' episodes), ``retention``
+deletes what a policy no longer keeps, ``queries`` answers the CLI's questions.
+
+May import: :mod:`kubemedic.checks`, :mod:`kubemedic.model`, :mod:`kubemedic.errors`; never the
+live client, the simulator or the command line.
 """
+
+__all__ = [
+    "bulk",
+    "db",
+    "episodes",
+    "extraction",
+    "queries",
+    "records",
+    "retention",
+    "schema",
+    "writer",
+]

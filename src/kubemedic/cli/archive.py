@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kubemedic.cli._common import OutputFormat, _fail, out_console
+from kubemedic.model import durations
+from kubemedic.model.durations import DurationError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -37,9 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)([smhdw]))+")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 DbOption = Annotated[
@@ -72,14 +71,11 @@ OutputOption = Annotated[OutputFormat, typer.Option("--output", "-o")]
 
 
 def parse_duration(text: str) -> timedelta | None:
-    """``30s``, ``90m``, ``2h``, ``7d``, ``1w``, ``1h30m``, ``1.5h``: None if not a duration."""
-    text = text.strip()
-    if not _DURATION.fullmatch(text):
-        return None
-    seconds = sum(float(n) * _UNITS[unit] for n, unit in _DURATION_PART.findall(text))
+    """``30s``, ``90m``, ``2h``, ``7d``, ``1w``, ``1h30m``, ``1.5h`` (the one duration parser,
+    :func:`kubemedic.model.durations.parse_duration`): None if not a duration."""
     try:
-        return timedelta(seconds=seconds)
-    except OverflowError:
+        return durations.parse_duration(text)
+    except DurationError:
         return None
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kubemedic.cli._common import _fail
-from kubemedic.cli.archive import parse_duration
+from kubemedic.model.durations import DurationError, parse_duration
 
 if TYPE_CHECKING:
     from kubemedic.run.daemon import Daemon
@@ -81,10 +81,10 @@ def run(
     from kubemedic.store.db import ArchiveError, database_url  # noqa: PLC0415
 
     def duration(flag: str, text: str) -> timedelta:
-        parsed = parse_duration(text)
-        if parsed is None or parsed <= timedelta(0):
-            raise _fail(f"{flag} {text!r}: not a duration such as 90s, 10m, 1h30m or 30d")
-        return parsed
+        try:
+            return parse_duration(text, zero=False)
+        except DurationError as error:
+            raise _fail(f"{flag}: {error}") from None
 
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):

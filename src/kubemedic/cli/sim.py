@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from kubemedic.cli import _common
+from kubemedic.model.durations import DurationError, parse_duration
 
 __all__ = ["register", "sim_app"]
 
@@ -26,13 +27,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _parse_duration(text: str) -> timedelta:
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    """A flag's duration (``90s``, ``10m``, ``1h30m``, or bare seconds), read by the one parser."""
     try:
-        if text and text[-1] in units:
-            return timedelta(seconds=float(text[:-1]) * units[text[-1]])
-        return timedelta(seconds=float(text))
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a duration such as 90s, 10m or 1h") from None
+        return parse_duration(text, bare_seconds=True)
+    except DurationError as error:
+        raise typer.BadParameter(str(error)) from None
 
 
 @sim_app.command("serve")

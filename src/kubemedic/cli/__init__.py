@@ -11,6 +11,8 @@ usage or input error (the message names the file, object or flag at fault).
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Annotated
 
 import typer
@@ -51,7 +53,7 @@ def _root(
     ] = False,
 ) -> None:
     """Keeps Kubernetes clusters healthy and remembers what went wrong."""
-    _common.set_quiet(quiet)
+    _common.begin(quiet=quiet)
 
 
 # In the order `kubemedic --help` lists them.
@@ -60,4 +62,20 @@ for _group in (scan, sim, demo, archive, daemon, incidents):
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        if _common.leaving_at_once() and (done.code is None or isinstance(done.code, int)):
+            _leave(done.code or 0)
+        raise
+
+
+def _leave(code: int) -> None:
+    """End the process now with ``code``, after flushing what was printed; if flushing fails
+    (a closed pipe), the ordinary exit reports it."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)

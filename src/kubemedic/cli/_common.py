@@ -1,4 +1,5 @@
-"""What the command modules share: the usage-error exit, output formats, the consoles, progress.
+"""What the command modules share: the usage-error exit, output formats, consoles, progress, and
+ending the process at once after a large scan.
 
 Light on purpose (typer and the standard library): every command module imports it when the
 command line starts, whatever command runs. Rich is imported when a console is first made.

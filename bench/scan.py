@@ -1,12 +1,18 @@
 """Scan benchmark: a large synthetic snapshot, scanned, against ``orjson.loads`` of the same files.
 
     python bench/scan.py [--nodes 5000 --pods 150000 --events 100000] [--out DIR --keep]
+    python bench/scan.py --whole-process [--nodes 1000 --pods 30000 --events 20000]
 
 Targets (2-core machine): scan time <= 3x the baseline (reading the files and ``orjson.loads``
 of each, nothing else), peak RSS of the scan <= 2 GB. Each phase runs in its own fresh
 subprocess, three times; the median time and the peak RSS (``ru_maxrss`` of that child) are
 reported, with the scan's breakdown (parse, validate, view, every check, render) so that a
 regression points at its phase. Exit status: 0 when both targets pass, 1 otherwise.
+
+``--whole-process`` measures what a user waits for instead, on a mid-size snapshot by default:
+the wall time of the whole ``kubemedic scan --snapshot DIR`` process (interpreter start-up,
+imports, the scan, writing the output, exit), as JSON and as the table, against the whole
+process ``python -c 'import orjson; ...'`` reading and parsing the same files. Target: <= 3x.
 
 The snapshot itself is built by ``bench/synthetic.py`` (deterministic for a given seed).
 """
@@ -143,6 +149,72 @@ def _run_child(phase: str, directory: Path) -> dict[str, Any]:
     return result
 
 
+# -- whole processes --------------------------------------------------------------------------
+
+_BASELINE_PROCESS = """
+import sys
+from pathlib import Path
+
+import orjson
+
+for file in sorted(Path(sys.argv[1]).iterdir()):
+    if file.suffix == ".json":
+        document = orjson.loads(file.read_bytes())
+        del document
+"""
+
+
+def _wall(command: list[str], *, prints: bool) -> float:
+    """Wall time of ``command``; what it prints goes to a file (as a redirect would)."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        done = subprocess.run(command, env=env, stdout=out, stderr=subprocess.PIPE, check=False)
+        seconds = time.perf_counter() - start
+        printed = out.tell()
+    # 1: the scan found something at --fail-on; anything else, or no output, is a failure.
+    if done.returncode not in (0, 1) or done.stderr or (prints and not printed):
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr!r}")
+    return seconds
+
+
+def whole_process(directory: Path, runs: int) -> bool:
+    # What the installed `kubemedic` entry point runs.
+    kubemedic = [sys.executable, "-c", "from kubemedic.cli import main; main()"]
+    commands = {
+        "baseline (python -c orjson.loads)": [
+            sys.executable,
+            "-c",
+            _BASELINE_PROCESS,
+            str(directory),
+        ],
+        "kubemedic scan -o json": [*kubemedic, "scan", "--snapshot", str(directory), "-o", "json"],
+        "kubemedic scan (table)": [*kubemedic, "scan", "--snapshot", str(directory)],
+        "kubemedic --version": [*kubemedic, "--version"],
+        "python -c pass": [sys.executable, "-c", "pass"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for index in range(runs):
+        for name, command in commands.items():
+            times[name].append(_wall(command, prints=name.startswith("kubemedic")))
+        shown = ", ".join(f"{name} {seconds[-1]:.2f} s" for name, seconds in times.items())
+        print(f"  run {index + 1}: {shown}", flush=True)
+    medians = {name: statistics.median(seconds) for name, seconds in times.items()}
+    base = medians["baseline (python -c orjson.loads)"]
+    print("\nwhole processes, wall time (median of each):")
+    ok = True
+    for name, seconds in medians.items():
+        runs_text = ", ".join(f"{value:.2f}" for value in times[name])
+        line = f"  {name:<36} {seconds:7.2f} s   runs: {runs_text}"
+        if name.startswith("kubemedic scan"):
+            ratio = seconds / base
+            passed = ratio <= TIME_FACTOR
+            ok = ok and passed
+            line += f"   ratio {ratio:.2f}x (target <= {TIME_FACTOR:g}x) {('FAIL', 'PASS')[passed]}"
+        print(line)
+    return ok
+
+
 # -- the parent -----------------------------------------------------------------------------
 
 
@@ -188,9 +260,9 @@ def _report(baseline: list[dict[str, Any]], scan: list[dict[str, Any]]) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=150_000)
-    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--nodes", type=int, help="default 5,000 (--whole-process: 1,000)")
+    parser.add_argument("--pods", type=int, help="default 150,000 (--whole-process: 30,000)")
+    parser.add_argument("--events", type=int, help="default 100,000 (--whole-process: 20,000)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, help="where to write the snapshot (default: temp dir)")
@@ -201,6 +273,11 @@ def main() -> int:
         help="add the bulky pod fields no check reads (volumes, env, ports)",
     )
     parser.add_argument("--reuse", action="store_true", help="scan --out as it is, no generation")
+    parser.add_argument(
+        "--whole-process",
+        action="store_true",
+        help="time whole `kubemedic scan` processes against whole orjson processes",
+    )
     parser.add_argument("--child", nargs=2, metavar=("PHASE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -210,6 +287,10 @@ def main() -> int:
         print(json.dumps(function(Path(directory))))
         return 0
 
+    sizes_of = (1000, 30_000, 20_000) if args.whole_process else (5000, 150_000, 100_000)
+    args.nodes = args.nodes if args.nodes is not None else sizes_of[0]
+    args.pods = args.pods if args.pods is not None else sizes_of[1]
+    args.events = args.events if args.events is not None else sizes_of[2]
     sys.path[:0] = [str(SRC), str(HERE)]
     import synthetic
 
@@ -236,6 +317,8 @@ def main() -> int:
             f"python {platform.python_version()}, {os.cpu_count()} CPUs, "
             f"{args.runs} runs per phase, each in a fresh process"
         )
+        if args.whole_process:
+            return 0 if whole_process(directory, args.runs) else 1
         baseline, scan = [], []
         for index in range(args.runs):
             baseline.append(_run_child("baseline", directory))

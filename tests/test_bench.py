@@ -1,6 +1,7 @@
 """The benchmark still runs (its figures are measured by hand, never asserted here)."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,29 @@ def test_scan_benchmark_runs_end_to_end_on_a_small_cluster(tmp_path: Path) -> No
     kinds = {body["kind"] for body in loaded.bodies}
     assert {"Node", "Pod", "Event", "Deployment", "ReplicaSet"} <= kinds
     assert sum(1 for body in loaded.bodies if body["kind"] == "Pod") >= 600
+
+
+@pytest.mark.timeout(300)
+def test_scan_benchmark_times_whole_processes_on_a_small_cluster() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "scan.py"),
+            "--whole-process",
+            *("--nodes", "20", "--pods", "300", "--events", "100", "--runs", "1"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    out = result.stdout
+    assert "whole processes, wall time (median of each)" in out
+    for line in ("baseline (python -c orjson.loads)", "kubemedic --version", "python -c pass"):
+        assert line in out
+    for scan in ("kubemedic scan -o json", "kubemedic scan (table)"):
+        assert re.search(rf"{re.escape(scan)} .* ratio \d+\.\d+x \(target <= 3x\)", out)
 
 
 @pytest.mark.timeout(300)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubemedic.checks import criticality
 from kubemedic.checks.criticality import CriticalPodPolicy, RoleSelector
@@ -194,3 +196,46 @@ def test_invalid_selector_raises_naming_it(selector: str) -> None:
 def test_default_selectors_all_parse() -> None:
     for rule in criticality.DEFAULT_SELECTORS:
         assert criticality.parse_selector(rule.selector)
+
+
+# -- the rule index: only the rules a pod may match are tried, with the same outcome ------------
+
+_POLICY = CriticalPodPolicy(
+    extra_selectors=(
+        RoleSelector("tiers", "tier notin (web),app"),
+        RoleSelector("untagged", "!app,team=ops"),
+        RoleSelector("anything", "tier!=web"),
+        RoleSelector("broken", "app in (a"),
+    )
+)
+_REQUIREMENTS = [
+    r for rule in criticality.DEFAULT_SELECTORS for r in criticality.parse_selector(rule.selector)
+]
+_KEYS = sorted({r.key for r in _REQUIREMENTS} | {"team", "tier"})
+_VALUES = sorted({v for r in _REQUIREMENTS for v in r.values} | {"web", "ops", "other"})
+
+
+def _first_rule_in_order(labels: dict[str, str], policy: CriticalPodPolicy) -> str | None:
+    for rule in (*policy.selectors, *policy.extra_selectors):
+        try:
+            if criticality._matched_labels(rule.selector, labels) is not None:
+                return rule.role
+        except ValueError:
+            return "invalid"
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(labels=st.dictionaries(st.sampled_from(_KEYS), st.sampled_from(_VALUES), max_size=5))
+def test_the_rule_index_finds_the_rule_trying_every_rule_in_order_finds(
+    labels: dict[str, str],
+) -> None:
+    body = pod("p", labels=labels)
+    for policy in (CriticalPodPolicy(), _POLICY):
+        expected = _first_rule_in_order(labels, policy)
+        try:
+            why = _why(body, policy=policy)
+        except ValueError:
+            assert expected == "invalid"
+            continue
+        assert (why.role if why is not None and why.basis == "selector" else None) == expected

@@ -27,15 +27,29 @@ FORBIDDEN = (
     "kubemedic.kube",
 )
 
+# Reports the modules loaded when the command is done: when ``main()`` returns, or when it ends
+# the process at once (``os._exit``, as a scan does once its output is written).
 PROBE = """
-import json, sys
+import json, os, sys
 sys.argv = ["kubemedic", *sys.argv[1:]]
+
+def report():
+    sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+    sys.stderr.flush()
+
+leave = os._exit
+
+def reporting_exit(code):
+    report()
+    leave(code)
+
+os._exit = reporting_exit
 from kubemedic.cli import main
 try:
     main()
 except SystemExit:
     pass
-sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+report()
 """
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubemedic.model import owners
+from kubemedic.model import objects, owners
 from kubemedic.model.objects import ObjectRef
 from kubemedic.model.view import ClusterView
 from tests.factories import deployment, pod, replicaset
@@ -219,3 +219,19 @@ def test_names_for_evidence_and_causes() -> None:
     assert owners.owner_text(cluster_scoped) == "Node core-1"
     assert owners.cause_key(cluster_scoped) == "Node/core-1"
     assert owners.pod_key(pod("hub-0", namespace="jhub")) == "jhub/hub-0"
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"name": "web-1", "namespace": "shop"},
+        {"name": "web-1"},
+        {"name": "web-1", "namespace": ""},
+        {"name": "web-1", "namespace": 7},
+        {"namespace": "shop"},
+        {},
+    ],
+)
+def test_pod_key_is_the_key_of_the_pods_reference(metadata: dict) -> None:
+    body = {"kind": "Pod", "metadata": metadata}
+    assert owners.pod_key(body) == objects.ref_of(body).key

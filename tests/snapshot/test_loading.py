@@ -202,3 +202,24 @@ def test_progress_names_each_file_and_counts_objects_as_pieces_are_read(
     counts = [int(line.rsplit(": ", 1)[1].split()[0]) for line in pieces]
     assert counts == sorted(counts) and counts[-1] <= 42
     assert told[-1] == "checking the quantities of 42 objects"
+
+
+def test_equal_strings_of_a_large_list_become_one_object_in_a_large_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps(big_list(60), indent=2))
+    monkeypatch.setattr(loading, "_PIECE_BYTES", 700)
+    plain = load_snapshot(path).bodies
+    assert plain[-1]["metadata"]["namespace"] is not plain[-4]["metadata"]["namespace"]
+    # A list that proves large as it is read: shared from then on.
+    monkeypatch.setattr(loading, "_SHARE_AFTER_BYTES", 3000)
+    later = load_snapshot(path).bodies
+    assert later == plain
+    assert later[-1]["metadata"]["namespace"] is later[-4]["metadata"]["namespace"]  # ns-2
+    assert later[0]["metadata"]["namespace"] is not later[3]["metadata"]["namespace"]
+    # A large snapshot: shared from the first item.
+    monkeypatch.setattr(loading, "_SHARE_SNAPSHOT_BYTES", path.stat().st_size)
+    shared = load_snapshot(path).bodies
+    assert shared == plain
+    assert shared[0]["metadata"]["namespace"] is shared[3]["metadata"]["namespace"]  # ns-0

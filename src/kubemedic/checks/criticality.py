@@ -178,25 +178,99 @@ def kubelet_protected(view: ClusterView, pod: Body) -> bool:
     return view.priority_of(pod) >= SYSTEM_CRITICAL_PRIORITY
 
 
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """A policy's role selectors, indexed so that a pod is tested only against the selectors it
+    may match (by a label value, or a label, the selector requires): most pods match none."""
+
+    rules: tuple[RoleSelector, ...]
+    always: tuple[int, ...]
+    """Rules requiring no label (or that do not parse: tried, and fail, in their turn)."""
+    by_value: tuple[tuple[str, dict[str, tuple[int, ...]]], ...]
+    """Label -> value -> the rules (indexes, in policy order) requiring that value (``k=v``,
+    ``k in (...)``)."""
+    by_label: tuple[tuple[str, tuple[int, ...]], ...]
+    """Label -> the rules requiring only that it exists (``k``)."""
+
+
+_INDEXED: dict[int, tuple[CriticalPodPolicy, _Rules]] = {}
+
+
+def _rules_of(policy: CriticalPodPolicy) -> _Rules:
+    """``policy``'s rules indexed, once per policy object (a scan asks for every pod)."""
+    known = _INDEXED.get(id(policy))
+    if known is not None and known[0] is policy:
+        return known[1]
+    if len(_INDEXED) >= 64:
+        _INDEXED.clear()
+    indexed = _index((*policy.selectors, *policy.extra_selectors))
+    _INDEXED[id(policy)] = (policy, indexed)  # the policy is kept: its id is not reused
+    return indexed
+
+
+def _index(rules: tuple[RoleSelector, ...]) -> _Rules:
+    always: list[int] = []
+    by_value: dict[str, dict[str, list[int]]] = {}
+    by_label: dict[str, list[int]] = {}
+    for index, rule in enumerate(rules):
+        try:
+            requirements = parse_selector(rule.selector)
+        except ValueError:
+            requirements = ()
+        valued = [r for r in requirements if r.operator in (IN, EQUALS, DOUBLE_EQUALS)]
+        present = [r for r in requirements if r.operator in (EXISTS, GREATER_THAN, LESS_THAN)]
+        if valued:
+            values = by_value.setdefault(valued[0].key, {})
+            for value in valued[0].values:
+                values.setdefault(value, []).append(index)
+        elif present:
+            by_label.setdefault(present[0].key, []).append(index)
+        else:
+            always.append(index)
+    return _Rules(
+        rules,
+        tuple(always),
+        tuple(
+            (key, {value: tuple(found) for value, found in values.items()})
+            for key, values in by_value.items()
+        ),
+        tuple((key, tuple(found)) for key, found in by_label.items()),
+    )
+
+
 def criticality_of(
     view: ClusterView, pod: Body, *, policy: CriticalPodPolicy | None = None
 ) -> Criticality | None:
     """Why ``pod`` is critical under ``policy`` (see the module docstring), or None."""
-    policy = policy or CriticalPodPolicy()
-    protected = kubelet_protected(view, pod)
+    policy = policy or _DEFAULT_POLICY
     labels = objects.labels(pod)
-    for rule in (*policy.selectors, *policy.extra_selectors):
+    indexed = _rules_of(policy)
+    candidates = list(indexed.always)
+    for key, by_value in indexed.by_value:
+        value = labels.get(key)
+        if type(value) is str and value in by_value:
+            candidates.extend(by_value[value])
+    for key, found in indexed.by_label:
+        if key in labels:
+            candidates.extend(found)
+    candidates.sort()  # the first matching rule in policy order is the reason
+    for index in candidates:
+        rule = indexed.rules[index]
         shown = _matched_labels(rule.selector, labels)
         if shown is not None:
+            protected = kubelet_protected(view, pod)
             return Criticality(rule.role, f"{rule.role} (labels {shown})", "selector", protected)
     priority = view.priority_of(pod)
     class_name = objects.get_str(pod, "spec", "priorityClassName") or ""
     if policy.system_class_prefix and class_name.startswith(policy.system_class_prefix):
         reason = f"priority class {class_name} ({priority})"
-        return Criticality("system", reason, "priority-class", protected)
+        return Criticality("system", reason, "priority-class", kubelet_protected(view, pod))
     if priority >= policy.priority_threshold:
         reason = f"priority {priority} >= {policy.priority_threshold}"
         if class_name:
             reason += f" (class {class_name})"
-        return Criticality("high-priority", reason, "priority", protected)
+        return Criticality("high-priority", reason, "priority", kubelet_protected(view, pod))
     return None
+
+
+_DEFAULT_POLICY = CriticalPodPolicy()

@@ -157,7 +157,8 @@ def evicted(view: ClusterView, config: EvictedConfig) -> list[Finding]:
         group.add(pod_key, found, first=first, last=event.last_seen or first)
         group.count += event.count - 1
 
-    findings = [_finding(view, group, config) for group in groups.values()]
+    consumers: dict[tuple[str, str], dict[str, Any] | None] = {}  # groups share nodes
+    findings = [_finding(view, group, config, consumers) for group in groups.values()]
     findings.sort(key=lambda finding: finding.sort_key)
     return findings
 
@@ -226,7 +227,12 @@ def _top_consumer(view: ClusterView, node: str, resource: str) -> dict[str, Any]
     return best[1] if best else None
 
 
-def _finding(view: ClusterView, group: _Group, config: EvictedConfig) -> Finding:
+def _finding(
+    view: ClusterView,
+    group: _Group,
+    config: EvictedConfig,
+    consumers: dict[tuple[str, str], dict[str, Any] | None],
+) -> Finding:
     found = group.latest or Eviction(kind=DisruptionKind.UNKNOWN)
     pool = placement.pool_of(view, group.node)
     latest_pod = max(group.pods, key=lambda key: group.pods[key])
@@ -245,7 +251,7 @@ def _finding(view: ClusterView, group: _Group, config: EvictedConfig) -> Finding
         "pool": pool,
         **{key: described[key] for key in _FROM_EVICTION},
         "resource": group.resource,
-        "nodeTopConsumer": _top_consumer_safe(view, group.node, group.resource),
+        "nodeTopConsumer": _top_consumer_once(view, group.node, group.resource, consumers),
         "count": group.count,
         "critical": group.critical,
     }
@@ -261,6 +267,20 @@ def _finding(view: ClusterView, group: _Group, config: EvictedConfig) -> Finding
         last_seen=last,
         evidence=evidence,
     )
+
+
+def _top_consumer_once(
+    view: ClusterView,
+    node: str,
+    resource: str,
+    known: dict[tuple[str, str], dict[str, Any] | None],
+) -> dict[str, Any] | None:
+    """``_top_consumer_safe``, found once per node and resource (each finding gets a copy)."""
+    key = (node, resource)
+    if key not in known:
+        known[key] = _top_consumer_safe(view, node, resource)
+    found = known[key]
+    return None if found is None else dict(found)
 
 
 def _top_consumer_safe(view: ClusterView, node: str, resource: str) -> dict[str, Any] | None:

@@ -162,7 +162,6 @@ def _kills(view: ClusterView, pod: Body, *, include_likely: bool) -> list[tuple[
     found: list[tuple[str, _Kill]] = []
     for container_status in statuses:
         name = objects.get_str(container_status, "name") or "?"
-        restarts = containers.restarts(container_status)
         for where in ("state", "lastState"):
             terminated = objects.get_map(container_status, where, "terminated")
             reason = objects.get_str(terminated, "reason") or ""
@@ -187,7 +186,7 @@ def _kills(view: ClusterView, pod: Body, *, include_likely: bool) -> list[tuple[
                 body=pod,
                 pod=owners.pod_key(pod),
                 node=node,
-                restart_count=restarts,
+                restart_count=containers.restarts(container_status),
                 exit_code=exit_code,
                 reason=reason or "Error",
                 finished=objects.parse_time(terminated.get("finishedAt")),

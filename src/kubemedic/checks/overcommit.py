@@ -40,8 +40,10 @@ e.g. ``memory-overcommit:support/Deployment/support-prometheus-server@core-pool`
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from datetime import datetime
+from fractions import Fraction
 from typing import Any
 
 from kubemedic.checks.findings import Finding, Severity, cause_part, percent
@@ -88,9 +90,12 @@ class _Consumer:
     unbounded: bool  # some container sets no limit: the pod may grow past ``limit``
 
     @property
-    def weight(self) -> tuple[Quantity, Quantity]:
-        biggest = self.request if self.limit is None else max(self.request, self.limit)
-        return (biggest, self.request)
+    def weight(self) -> tuple[Fraction, Fraction]:
+        """The larger of limit and request, then the request (as exact values: quantities
+        order by value)."""
+        request = self.request.value
+        biggest = request if self.limit is None else max(request, self.limit.value)
+        return (biggest, request)
 
 
 @check("node-memory-overcommit", MemoryOvercommitConfig)
@@ -123,23 +128,31 @@ def _node_finding(
     allocatable = resources.node_allocatable(node).get(resource)
     if allocatable is None or allocatable.value <= 0:
         return None
+    nothing = resources.zero(resource)
+    only = (resource,)
     consumers = []
     for pod in placement.resident_pods(view, name):
-        request = resources.pod_requests(pod).get(resource, resources.zero(resource))
+        request = resources.pod_requests(pod).get(resource, nothing)
         limit = resources.pod_limits(pod).get(resource)
-        unbounded = resource in resources.unbounded_limits(pod, (resource,))
+        unbounded = bool(resources.unbounded_limits(pod, only))
         consumers.append(_Consumer(pod, request, limit, unbounded))
-    requests = sum((c.request for c in consumers), resources.zero(resource))
+    # Summed as exact fractions, then wrapped once (what adding the quantities one by one gives).
+    requests = Quantity(sum((c.request.value for c in consumers), nothing.value), nothing.format)
     # As ``kubectl describe node``: every limit that is set counts, even when another container of
     # the same pod sets none (that pod is then also counted in ``unboundedPods``).
-    limits = sum((c.limit for c in consumers if c.limit is not None), resources.zero(resource))
+    limits = Quantity(
+        sum((c.limit.value for c in consumers if c.limit is not None), nothing.value),
+        nothing.format,
+    )
     requests_pct, limits_pct = percent(requests, allocatable), percent(limits, allocatable)
     severity = _severity(requests_pct, limits_pct, config)
     if severity is None:
         return None
 
-    consumers.sort(key=lambda c: (c.weight, owners.pod_key(c.pod)), reverse=True)
-    top = consumers[: max(config.top_consumers, 0)]
+    # The largest first (what sorting them all in reverse and taking the first few gives).
+    top = heapq.nlargest(
+        max(config.top_consumers, 0), consumers, key=lambda c: (c.weight, owners.pod_key(c.pod))
+    )
     pool = placement.node_pool(node)
     label = "CPU" if resource == "cpu" else resource
     evidence: dict[str, Any] = {

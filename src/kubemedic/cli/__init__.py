@@ -13,6 +13,8 @@ May import: everything (it is the top layer); nothing imports it.
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Annotated
 
 import typer
@@ -53,7 +55,7 @@ def _root(
     ] = False,
 ) -> None:
     """Keeps Kubernetes clusters healthy and remembers what went wrong."""
-    _common.set_quiet(quiet)
+    _common.begin(quiet=quiet)
 
 
 # In the order `kubemedic --help` lists them.
@@ -62,4 +64,20 @@ for _group in (scan, sim, demo, archive, daemon, incidents):
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        if _common.leaving_at_once() and (done.code is None or isinstance(done.code, int)):
+            _leave(done.code or 0)
+        raise
+
+
+def _leave(code: int) -> None:
+    """End the process now with ``code``, after flushing what was printed; if flushing fails
+    (a closed pipe), the ordinary exit reports it."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)

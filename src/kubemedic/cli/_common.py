@@ -1,4 +1,5 @@
-"""What the command modules share: the usage-error exit, output formats, the consoles, progress.
+"""What the command modules share: the usage-error exit, output formats, consoles, progress, and
+ending the process at once after a large scan.
 
 Light on purpose (typer and the standard library): every command module imports it when the
 command line starts, whatever command runs. Rich is imported when a console is first made.
@@ -16,7 +17,16 @@ if TYPE_CHECKING:
 
     from kubemedic.output.progress import Progress
 
-__all__ = ["OutputFormat", "err_console", "out_console", "progress", "set_quiet"]
+__all__ = [
+    "OutputFormat",
+    "_fail",
+    "begin",
+    "err_console",
+    "leave_at_once",
+    "leaving_at_once",
+    "out_console",
+    "progress",
+]
 
 
 class OutputFormat(enum.StrEnum):
@@ -26,11 +36,26 @@ class OutputFormat(enum.StrEnum):
 
 class _State:
     quiet = False
+    leave_at_once = False
 
 
-def set_quiet(quiet: bool) -> None:
-    """The global ``--quiet``: no progress, whatever stderr is."""
+def begin(*, quiet: bool) -> None:
+    """A command line starts (the root callback): ``quiet`` is the global ``--quiet`` (no
+    progress, whatever stderr is)."""
     _State.quiet = quiet
+    _State.leave_at_once = False
+
+
+def leave_at_once() -> None:
+    """Called by a command that has printed all it prints and holds a large structure (a scanned
+    snapshot): ``main()`` then ends the process as soon as the command returns, rather than have
+    the interpreter free every object one by one on the way out (a third of a second for 30,000
+    pods, seconds for 150,000). Output is flushed first; the exit status is the command's."""
+    _State.leave_at_once = True
+
+
+def leaving_at_once() -> bool:
+    return _State.leave_at_once
 
 
 def out_console() -> Console:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kubemedic.cli._common import OutputFormat, _fail, out_console, progress
+from kubemedic.cli._common import OutputFormat, _fail, leave_at_once, out_console, progress
 
 if TYPE_CHECKING:
     from kubemedic import config as configuration
@@ -171,6 +171,7 @@ def scan(
             notes=notes,
             per_check=limit,
         )
+    leave_at_once()  # everything is printed; freeing the snapshot object by object is not needed
     raise typer.Exit(exit_code(findings, fail_on))
 
 

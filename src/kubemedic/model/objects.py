@@ -95,24 +95,31 @@ class ObjectRef:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
+# The accessors below run millions of times in a scan. Decoded JSON is dicts and a missing
+# field is None: both are told apart without the ``Mapping`` ABC check, which is slow.
+
+
 def get_map(body: Any, *keys: str) -> Mapping[str, Any]:
     """The mapping at ``body[k1][k2]...``, or an empty mapping if any step is missing."""
     node = body
     for key in keys:
-        # ``dict`` first: decoded JSON is dicts, and the ``Mapping`` ABC check is slow.
-        if not isinstance(node, (dict, Mapping)):
+        if isinstance(node, dict) or (node is not None and isinstance(node, Mapping)):
+            node = node.get(key)
+        else:
             return {}
-        node = node.get(key)
-    return node if isinstance(node, (dict, Mapping)) else {}
+    if isinstance(node, dict):
+        return node
+    return node if node is not None and isinstance(node, Mapping) else {}
 
 
 def get_list(body: Any, *keys: str) -> list[Any]:
     """The list at ``body[k1][k2]...``, or an empty list."""
     node = body
     for key in keys:
-        if not isinstance(node, (dict, Mapping)):
+        if isinstance(node, dict) or (node is not None and isinstance(node, Mapping)):
+            node = node.get(key)
+        else:
             return []
-        node = node.get(key)
     return node if isinstance(node, list) else []
 
 
@@ -120,9 +127,10 @@ def get_str(body: Any, *keys: str) -> str | None:
     """The string at ``body[k1][k2]...``, or None."""
     node = body
     for key in keys:
-        if not isinstance(node, (dict, Mapping)):
+        if isinstance(node, dict) or (node is not None and isinstance(node, Mapping)):
+            node = node.get(key)
+        else:
             return None
-        node = node.get(key)
     return node if isinstance(node, str) else None
 
 

@@ -135,8 +135,11 @@ def guess_deployment(namespace: str | None, pod_name: str) -> ObjectRef | None:
 
 
 def pod_key(pod: Body) -> str:
-    """``namespace/name`` of a pod, as evidence lists pods."""
-    return objects.ref_of(pod).key
+    """``namespace/name`` of a pod, as evidence lists pods (``ref_of(pod).key``)."""
+    meta = objects.get_map(pod, "metadata")
+    namespace = meta.get("namespace")
+    name = str(meta.get("name") or "")
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
 
 
 def owner_text(ref: ObjectRef) -> str:

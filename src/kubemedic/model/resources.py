@@ -92,41 +92,58 @@ def _locator(pod: objects.Body, prefix: str) -> Callable[[str], str]:
 
 
 def _aggregate(pod: objects.Body, field: str, *, prefix: str = "") -> ResourceList:
+    return _aggregate_fields(pod, (field,), prefix=prefix)[0]
+
+
+def _aggregate_fields(
+    pod: objects.Body, fields: tuple[str, ...], *, prefix: str = ""
+) -> list[ResourceList]:
+    """``_aggregate`` of each of ``fields`` (``requests``, ``limits``), in one walk of the
+    containers. Where several quantities are invalid, which one is reported may depend on the
+    fields asked for together: ``_memoized`` asks again one field at a time to report it."""
     at = _locator(pod, prefix)
     spec = objects.get_map(pod, "spec")
 
-    def where(key: str, container: Any) -> Where:
+    def where(key: str, container: Any, field: str) -> Where:
         return lambda: at(
             f"spec.{key}[name={objects.get_str(container, 'name') or '?'}].resources.{field}"
         )
 
-    total: ResourceList = {}
+    totals: list[ResourceList] = [{} for _ in fields]
     for container in objects.get_list(spec, "containers"):
-        add_into(total, container_resources(container, field, where=where("containers", container)))
+        for field, total in zip(fields, totals, strict=True):
+            add_into(
+                total,
+                container_resources(container, field, where=where("containers", container, field)),
+            )
 
     init_containers = objects.get_list(spec, "initContainers")
     if init_containers:
-        running_sidecars: ResourceList = {}
-        init_peak: ResourceList = {}
-        for container in init_containers:
-            own = container_resources(container, field, where=where("initContainers", container))
-            if objects.get_str(container, "restartPolicy") == "Always":
-                add_into(total, own)
-                add_into(running_sidecars, own)
-                _max_into(init_peak, running_sidecars)
-            else:
-                while_running = dict(running_sidecars)
-                add_into(while_running, own)
-                _max_into(init_peak, while_running)
-        _max_into(total, init_peak)
+        for field, total in zip(fields, totals, strict=True):
+            running_sidecars: ResourceList = {}
+            init_peak: ResourceList = {}
+            for container in init_containers:
+                own = container_resources(
+                    container, field, where=where("initContainers", container, field)
+                )
+                if objects.get_str(container, "restartPolicy") == "Always":
+                    add_into(total, own)
+                    add_into(running_sidecars, own)
+                    _max_into(init_peak, running_sidecars)
+                else:
+                    while_running = dict(running_sidecars)
+                    add_into(while_running, own)
+                    _max_into(init_peak, while_running)
+            _max_into(total, init_peak)
 
-    pod_level = objects.get_map(spec, "resources", field)
-    if pod_level:
-        total.update(_resource_list(pod_level, where=lambda: at(f"spec.resources.{field}")))
     overhead = objects.get_map(spec, "overhead")
-    if overhead:
-        add_into(total, _resource_list(overhead, where=lambda: at("spec.overhead")))
-    return total
+    for field, total in zip(fields, totals, strict=True):
+        pod_level = objects.get_map(spec, "resources", field)
+        if pod_level:
+            total.update(_resource_list(pod_level, where=f"{at('spec.resources.')}{field}"))
+        if overhead:
+            add_into(total, _resource_list(overhead, where=lambda: at("spec.overhead")))
+    return totals
 
 
 def pod_requests(pod: objects.Body, *, prefix: str = "") -> ResourceList:
@@ -152,7 +169,11 @@ def _memoized(pod: objects.LoadedBody) -> tuple[ResourceList, ResourceList]:
     one usually wants the other."""
     memo = pod.memo
     if memo is None:
-        memo = pod.memo = (_aggregate(pod, "requests"), _aggregate(pod, "limits"))
+        try:
+            requests, limits = _aggregate_fields(pod, ("requests", "limits"))
+        except QuantityError:  # report the invalid quantity a requests-then-limits walk meets
+            requests, limits = _aggregate(pod, "requests"), _aggregate(pod, "limits")
+        memo = pod.memo = (requests, limits)
     found: tuple[ResourceList, ResourceList] = memo
     return found
 
@@ -160,13 +181,15 @@ def _memoized(pod: objects.LoadedBody) -> tuple[ResourceList, ResourceList]:
 def unbounded_limits(pod: objects.Body, resources: tuple[str, ...] = ("cpu", "memory")) -> set[str]:
     """Resources for which some regular container sets no limit (so the pod may use the node)."""
     spec = objects.get_map(pod, "spec")
-    if objects.get_map(spec, "resources", "limits"):
-        pod_level = objects.get_map(spec, "resources", "limits")
+    pod_level = objects.get_map(spec, "resources", "limits")
+    if pod_level:
         resources = tuple(r for r in resources if r not in pod_level)
     missing: set[str] = set()
     for container in objects.get_list(spec, "containers"):
         limits = objects.get_map(container, "resources", "limits")
-        missing.update(r for r in resources if r not in limits)
+        for resource in resources:
+            if resource not in limits:
+                missing.add(resource)
     return missing
 
 

@@ -18,6 +18,7 @@ so it marks a damaged or hand-edited file, reported with the file, object and fi
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -44,6 +45,12 @@ SUFFIXES = (".json", ".yaml", ".yml")
 MAX_FILE_BYTES = 4 * 1024**3
 FREEZE_OBJECTS = 20_000
 _PIECE_BYTES = 8 * 1024**2
+#: The strings of a large list are shared (``_share_strings``) in a snapshot whose files total
+#: this much, and in any list once this much of it has been read (a compressed file may be far
+#: larger than it looks): sharing saves memory that matters only for large snapshots, and costs
+#: time (a second for every 250 MB of lists).
+_SHARE_SNAPSHOT_BYTES = 256 * 1024**2
+_SHARE_AFTER_BYTES = 128 * 1024**2
 _ITEMS_OPENING = re.compile(rb'\n([ \t]+)"items": \[\n([ \t]+)\{\n')
 
 
@@ -83,12 +90,13 @@ def load_snapshot(
         raise SnapshotError(f"{root}: no such file or directory")
     loaded = LoadedSnapshot()
     files = list(_files(root, loaded))
+    share = _total_bytes(files) >= _SHARE_SNAPSHOT_BYTES
     with objects.gc_paused() as pause:
         for number, file in enumerate(files, 1):
             loaded.files.append(file)
             loaded.spans.append((len(loaded.bodies), file))
             told = None if progress is None else _reading(progress, file, number, files, loaded)
-            for body in _documents(file, told):
+            for body in _documents(file, told, share=share):
                 _collect(body, file=file, loaded=loaded)
         if not loaded.files:
             raise SnapshotError(
@@ -171,9 +179,19 @@ def _decode(file: Path, raw: bytes) -> str:
         ) from None
 
 
-def _documents(file: Path, parsed: Callable[[int], None] | None = None) -> Iterator[Any]:
+def _total_bytes(files: list[Path]) -> int:
+    total = 0
+    for file in files:
+        with contextlib.suppress(OSError):  # reading it reports the error
+            total += file.stat().st_size
+    return total
+
+
+def _documents(
+    file: Path, parsed: Callable[[int], None] | None = None, *, share: bool = True
+) -> Iterator[Any]:
     if _format_of(file) == "json":
-        in_pieces = _list_in_pieces(file, parsed)
+        in_pieces = _list_in_pieces(file, parsed, share=share)
         if in_pieces is not None:
             yield in_pieces
             return
@@ -215,7 +233,7 @@ def _json_documents(file: Path, text: str) -> Iterator[Any]:
 
 
 def _list_in_pieces(
-    file: Path, parsed: Callable[[int], None] | None = None
+    file: Path, parsed: Callable[[int], None] | None = None, *, share: bool = True
 ) -> dict[str, Any] | None:
     """A large pretty-printed ``List`` (as ``kubectl get -o json`` writes it), read and parsed a
     few megabytes of items at a time, so neither the whole file nor the JSON parser's working
@@ -229,7 +247,7 @@ def _list_in_pieces(
             gzipped = file.name.lower().endswith(".gz") or plain.read(2) == b"\x1f\x8b"
         opener: Any = gzip.open if gzipped else open
         with opener(file, "rb") as stream:
-            document = _parse_pieces(stream, parsed)
+            document = _parse_pieces(stream, parsed, share_after=0 if share else None)
     except (OSError, EOFError, ValueError, zlib.error):  # JSONDecodeError is a ValueError
         return None
     if document is None:
@@ -241,9 +259,13 @@ def _list_in_pieces(
 
 
 def _parse_pieces(
-    stream: Any, parsed: Callable[[int], None] | None = None
+    stream: Any, parsed: Callable[[int], None] | None = None, *, share_after: int | None = None
 ) -> dict[str, Any] | None:
+    """The list read piece by piece; strings are shared once ``share_after`` bytes are read
+    (default: ``_SHARE_AFTER_BYTES``)."""
+    share_from = _SHARE_AFTER_BYTES if share_after is None else share_after
     buffer: bytes = stream.read(_PIECE_BYTES)
+    read = len(buffer)
     opening = _ITEMS_OPENING.search(buffer)
     if opening is None:
         return None
@@ -261,19 +283,21 @@ def _parse_pieces(
     buffer = buffer[opening.end() - 2 :]
     while True:
         close = buffer.find(closing)
+        share = read >= share_from
         if close != -1:
-            items.extend(_share_strings(buffer[: close + width + 2], shared))
+            items.extend(_items_of(buffer[: close + width + 2], shared if share else None))
             rest = buffer[close + len(closing) :] + stream.read()
             break
         cut = buffer.rfind(separator)
         if cut != -1:
-            items.extend(_share_strings(buffer[: cut + width + 2], shared))
+            items.extend(_items_of(buffer[: cut + width + 2], shared if share else None))
             buffer = buffer[cut + width + 4 :]
             if parsed is not None:
                 parsed(len(items))
         more = stream.read(_PIECE_BYTES)
         if not more:
             return None
+        read += len(more)
         buffer += more
     rest = rest.lstrip()
     tail = _object_from(b"{" + (rest[1:] if rest.startswith(b",") else rest), closing=b"")
@@ -282,12 +306,22 @@ def _parse_pieces(
     return {**head, **tail, "items": items}
 
 
+def _items_of(piece: bytes, shared: dict[str, str] | None) -> list[Any]:
+    """Parse a run of items; with ``shared``, make their equal strings one object."""
+    if shared is None:
+        items: list[Any] = orjson.loads(b"[" + piece + b"]")
+        return items
+    return _share_strings(piece, shared)
+
+
 def _share_strings(piece: bytes, shared: dict[str, str]) -> list[Any]:
     """Parse a run of items, then make equal string values one object.
 
     Most values repeat from object to object (images, times, node names, label values, reasons)
     and a decoded string costs ~60 bytes: sharing them cuts a third of the memory the objects
-    take. Done piece by piece, the freed duplicates are reused by the next piece's objects."""
+    take (for a list of 150,000 pods, hundreds of megabytes; for a few thousand, too little to
+    pay for the walk: ``_SHARE_SNAPSHOT_BYTES``). Done piece by piece, the freed duplicates are
+    reused by the next piece's objects."""
     items: list[Any] = orjson.loads(b"[" + piece + b"]")
     share = shared.setdefault
 

@@ -68,3 +68,28 @@ def test_quiet_is_accepted_before_every_command(flag: str, path: tuple[str, ...]
 def test_quiet_is_documented_as_a_global_option() -> None:
     result = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert "--quiet" in result.output and "-q" in result.output
+
+
+def test_an_input_error_no_command_worded_exits_2_with_its_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import kubemedic.cli as cli
+    from kubemedic.errors import DurationError, KubemedicError
+
+    def failing() -> None:
+        raise DurationError('--window: expected a duration such as 2m or 1h30m, got "5x"')
+
+    monkeypatch.setattr(cli, "app", failing)
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    assert done.value.code == 2
+    assert 'error: --window: expected a duration such as 2m or 1h30m, got "5x"' in (
+        capsys.readouterr().err
+    )
+
+    def broken() -> None:
+        raise KubemedicError("not the user's fault")
+
+    monkeypatch.setattr(cli, "app", broken)
+    with pytest.raises(KubemedicError):  # not an input error: not exit 2
+        cli.main()

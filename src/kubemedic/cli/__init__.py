@@ -21,6 +21,7 @@ import typer
 
 from kubemedic._version import __version__
 from kubemedic.cli import _common, archive, daemon, demo, incidents, scan, sim
+from kubemedic.errors import InputError
 
 __all__ = ["app", "main"]
 
@@ -70,6 +71,9 @@ def main() -> None:
         if _common.leaving_at_once() and (done.code is None or isinstance(done.code, int)):
             _leave(done.code or 0)
         raise
+    except InputError as error:  # one a command did not word itself: still exit 2, no traceback
+        _common.err_console().print(f"[bold red]error:[/] {error}", highlight=False)
+        raise SystemExit(2) from None
 
 
 def _leave(code: int) -> None:

@@ -34,3 +34,18 @@ def test_public_surface_is_sorted_and_complete() -> None:
     public = {name for name in vars(kubemedic) if not name.startswith("_")}
     modules = {name for name in public if re.fullmatch(r"[a-z_]+", name) and name not in exported}
     assert public - set(exported) - modules == set()
+
+
+def test_under_ci_the_recorded_peer_data_is_where_the_tests_look() -> None:
+    """The fidelity tests skip without ``../shared/peer``; under CI it is always there, so a
+    test that looks in the wrong place must not pass by skipping."""
+    import os
+
+    import pytest
+
+    from tests import paths
+
+    if not os.environ.get("CI"):
+        pytest.skip("outside CI the peer data may be absent")
+    for name in ("gitops-engine-diff", "kubectl-edit", "structured-merge-diff"):
+        assert (paths.PEER / name).is_dir(), paths.PEER / name

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +14,12 @@ from kubemedic.checks.pinned import PinnedNodeNameConfig, pinned_node_name
 from kubemedic.checks.storm import FailedPodStormConfig, failed_pod_storm
 from kubemedic.model import objects
 from kubemedic.model.view import ClusterView
+from tests import paths
 from tests.factories import container, deployment, managed_entry, node, pod, replicaset, stamp
 
 NOW = objects.parse_time(stamp(timedelta(minutes=30)))
 NODE = "gke-dev-pool-1-m02"
-PEER = Path(__file__).resolve().parents[3] / "shared" / "peer" / "gitops-engine-diff"
+PEER = paths.PEER / "gitops-engine-diff"
 
 ARGO_FIELDS = {
     "f:metadata": {"f:labels": {".": {}, "f:app.kubernetes.io/instance": {}}},

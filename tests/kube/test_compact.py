@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from kubemedic.kube.compact import (
 )
 from kubemedic.model.view import ClusterView
 from kubemedic.snapshot.loading import load_snapshot
+from tests import paths
 from tests.factories import (
     container,
     deployment,
@@ -30,7 +30,7 @@ from tests.factories import (
     pod,
 )
 
-SNAPSHOTS = Path(__file__).resolve().parents[2] / "src" / "kubemedic" / "data" / "snapshots"
+SNAPSHOTS = paths.SNAPSHOTS
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 

@@ -24,9 +24,10 @@ from kubemedic.model.objects import parse_time
 from kubemedic.sim.apiserver.snapshotting import write_snapshot
 from kubemedic.sim.machinery.clock import VirtualClock
 from kubemedic.snapshot import loading
+from tests import paths
 from tests.sim.conftest import Running, start_emulator
 
-SNAPSHOTS = Path(__file__).parents[2] / "src" / "kubemedic" / "data" / "snapshots"
+SNAPSHOTS = paths.SNAPSHOTS
 runner = CliRunner()
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,11 +19,12 @@ from kubemedic.model.managedfields import (
     fieldsv1_key,
     leaf_paths,
 )
+from tests import paths
 from tests.model.smd import Schema, SchemaError, encode_fieldsv1_json, fieldset_from_object
 
 from .test_fieldpaths import paths as any_paths
 
-PEER = Path(__file__).resolve().parents[3] / "shared" / "peer" / "structured-merge-diff"
+PEER = paths.PEER / "structured-merge-diff"
 needs_peer = pytest.mark.skipif(
     not (PEER / "k8s-schema.yaml").is_file(),
     reason=f"structured-merge-diff golden files not found at {PEER}",

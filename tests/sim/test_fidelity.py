@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -10,6 +9,7 @@ import pytest
 import yaml
 
 from kubemedic.model.managedfields import decode_fieldsv1
+from tests import paths
 from tests.factories import container, deployment, node, pod
 from tests.sim.conftest import Running
 from tests.sim.manifests import manifest, pdb
@@ -21,7 +21,7 @@ SERVER_METADATA = (
     "metadata.resourceVersion",
     "metadata.selfLink",
 )
-PEER = Path(__file__).resolve().parents[3] / "shared" / "peer" / "structured-merge-diff"
+PEER = paths.PEER / "structured-merge-diff"
 
 
 def _service() -> dict[str, Any]:

@@ -24,11 +24,12 @@ from typing import Any
 import pytest
 import yaml
 
+from tests import paths
 from tests.sim.conftest import Running
 
 Obj = dict[str, Any]
 
-PEER = Path(__file__).resolve().parents[3] / "shared" / "peer" / "kubectl-edit"
+PEER = paths.PEER / "kubectl-edit"
 
 #: Request paths the emulator does not serve, and why (their steps are not replayed).
 UNSERVED = {

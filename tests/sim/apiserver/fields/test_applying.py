@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +16,13 @@ from kubemedic.sim.apiserver.fields.applying import LAST_APPLIED, apply
 from kubemedic.sim.apiserver.fields.fieldmanaging import track_update
 from kubemedic.sim.machinery.definitions import definitions
 from kubemedic.sim.machinery.errors import StatusError
+from tests import paths
 from tests.factories import deployment
 from tests.sim.manifests import manifest
 
 Obj = dict[str, Any]
 
-GITOPS = Path(__file__).parents[2].parent / "shared" / "peer" / "gitops-engine-diff"
+GITOPS = paths.PEER / "gitops-engine-diff"
 needs_gitops = pytest.mark.skipif(not GITOPS.is_dir(), reason=f"fixtures not found at {GITOPS}")
 
 DEPLOYMENT = definitions().for_kind("apps", "v1", "Deployment")

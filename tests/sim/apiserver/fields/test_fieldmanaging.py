@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from kubemedic.sim.apiserver.fields.fieldmanaging import (
 )
 from kubemedic.sim.machinery.definitions import SchemaNode, definitions
 from kubemedic.sim.machinery.errors import StatusError
+from tests import paths
 from tests.factories import container, deployment
 from tests.sim.manifests import manifest
 
@@ -36,7 +36,7 @@ def object_fieldset(obj: Obj, schema: SchemaNode | None, *, strip: bool = True) 
 
 Obj = dict[str, Any]
 
-PEER = Path(__file__).parents[2].parent / "shared" / "peer" / "structured-merge-diff"
+PEER = paths.PEER / "structured-merge-diff"
 needs_peer = pytest.mark.skipif(not PEER.is_dir(), reason=f"golden files not found at {PEER}")
 
 DEPLOYMENT = definitions().for_kind("apps", "v1", "Deployment")

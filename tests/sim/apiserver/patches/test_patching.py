@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,12 +25,13 @@ from kubemedic.sim.apiserver.patches.patching import (
     strategic_merge_patch,
 )
 from kubemedic.sim.machinery.definitions import definitions
+from tests import paths
 
 DEFS = definitions()
 
 # --- replay of recorded kubectl edit sessions -------------------------------------------------
 
-RECORDINGS = Path(__file__).parents[2].parent / "shared" / "peer" / "kubectl-edit"
+RECORDINGS = paths.PEER / "kubectl-edit"
 PATCH_TYPES = {
     "application/strategic-merge-patch+json",
     "application/merge-patch+json",

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 
 from kubemedic.sim.apiserver.registry import admitting, defaulting
+from tests import paths
 from tests.factories import container, deployment, node, pod, replicaset
 from tests.sim.manifests import manifest, pdb
 
 Obj = dict[str, Any]
 
-RECORDED = Path(__file__).resolve().parents[3] / "shared" / "peer" / "kubectl-edit"
+RECORDED = paths.PEER / "kubectl-edit"
 needs_recordings = pytest.mark.skipif(not RECORDED.is_dir(), reason="recordings not available")
 
 _GVK = {

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubemedic.sim.apiserver.registry import admitting, validating
 from kubemedic.sim.machinery import errors
+from tests import paths
 from tests.factories import event, node, pod
 from tests.sim.validations import check, messages, service, stored
 
 Obj = dict[str, Any]
 
-RECORDED = Path(__file__).resolve().parents[3] / "shared" / "peer" / "kubectl-edit"
+RECORDED = paths.PEER / "kubectl-edit"
 needs_recordings = pytest.mark.skipif(not RECORDED.is_dir(), reason="recordings not available")
 
 

@@ -239,3 +239,13 @@ def test_the_rule_index_finds_the_rule_trying_every_rule_in_order_finds(
             assert expected == "invalid"
             continue
         assert (why.role if why is not None and why.basis == "selector" else None) == expected
+
+
+def test_the_reason_shows_the_labels_in_the_order_the_selector_writes_them() -> None:
+    policy = CriticalPodPolicy(
+        selectors=(RoleSelector("edge", "tier=edge,app in (gateway)"),), extra_selectors=()
+    )
+    body = pod("gw-1", labels={"app": "gateway", "tier": "edge"})
+    why = _why(body, policy=policy)
+    assert why is not None
+    assert why.reason == "edge (labels tier=edge, app=gateway)"

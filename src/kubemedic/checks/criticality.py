@@ -44,9 +44,9 @@ from kubemedic.model.selectors import (
     GREATER_THAN,
     IN,
     LESS_THAN,
-    LabelSelector,
     Requirement,
     SelectorError,
+    parse_requirements,
 )
 from kubemedic.model.view import ClusterView
 
@@ -139,7 +139,7 @@ def parse_selector(text: str) -> tuple[Requirement, ...]:
     if not text.strip():
         raise ValueError(f"invalid label selector {text!r}: empty (it would match every pod)")
     try:
-        return LabelSelector.parse(text).requirements
+        return tuple(parse_requirements(text))  # in the order written: the reason shows them so
     except SelectorError as error:
         raise ValueError(f"invalid label selector {text!r}: {error.message}") from None
 

@@ -44,6 +44,7 @@ __all__ = [
     "LabelSelector",
     "Requirement",
     "SelectorError",
+    "parse_requirements",
 ]
 
 
@@ -332,6 +333,13 @@ class _Parser:
         raise SelectorError(f"found '{literal}', expected: identifier")
 
 
+def parse_requirements(text: str) -> list[Requirement]:
+    """The requirements of a selector string in the order it writes them (a
+    :class:`LabelSelector` sorts them by key, as the server does); :class:`SelectorError` on
+    bad syntax."""
+    return _Parser(text).parse()
+
+
 @dataclass(frozen=True)
 class LabelSelector:
     """A parsed label selector: requirements ANDed, sorted by key; or the Nothing selector."""
@@ -343,8 +351,7 @@ class LabelSelector:
     def parse(cls, text: str) -> LabelSelector:
         """Parse a selector string; :class:`SelectorError` with the server's wording on bad
         syntax."""
-        found = _Parser(text).parse()
-        return cls(tuple(sorted(found, key=lambda r: r.key)))
+        return cls(tuple(sorted(parse_requirements(text), key=lambda r: r.key)))
 
     @classmethod
     def from_object(cls, selector: Mapping[str, Any] | None) -> LabelSelector:

@@ -131,8 +131,7 @@ class Client:
         return gone
 
     def scale(self, api_version: str, kind: str, name: str, namespace: str, replicas: int) -> Obj:
-        """PUT the scale subresource with ``spec.replicas`` set, as ``kubectl scale`` does
-        (read, change, write: a 409 when someone wrote in between)."""
+        """PUT the scale subresource with ``spec.replicas`` set, as ``kubectl scale`` does."""
         res = self.resource(api_version, kind)
         key = (namespace if res.namespaced else "", name)
         scale = subresources.scale_of(res, self.server.writer.existing(res, key).obj)
@@ -144,7 +143,7 @@ class Client:
     ) -> None:
         """Serve ``objects`` on reads of ``store`` without watch events, as an aggregated API
         (metrics.k8s.io) serves what it computes; ``drop`` are keys no longer served."""
-        self.server.store.put_computed(store, dict(objects), drop=set(drop))
+        self.server.store.put_computed(store, objects, drop=drop)
 
     def before_read(self, store: str, hook: Callable[[], None]) -> None:
         """Have ``hook`` run before each get or list of ``store``: an aggregated API computes

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from kubemedic import __version__
 from kubemedic.sim.apiserver.fields import fieldmanaging
-from kubemedic.sim.apiserver.http.responses import Backend, json_response, table_for
+from kubemedic.sim.apiserver.http.responses import JSON, Backend, json_response, table_for
 from kubemedic.sim.apiserver.http.watching import stream
 from kubemedic.sim.apiserver.openapi.documents import OpenAPI
 from kubemedic.sim.apiserver.patches import patching
@@ -37,7 +37,6 @@ from kubemedic.sim.machinery.objects import Key, Obj
 Handler_ = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _log = logging.getLogger(__name__)
-_JSON = "application/json"
 #: Lists with at least this many items are streamed in chunks rather than built whole.
 _STREAM_ITEMS = 2000
 _CONTROL = "/kubemedic.io/v1/"
@@ -362,7 +361,7 @@ class Handler:
             return json_response(self._table(request, res, objects, list_meta=meta))
         if len(page.entries) < _STREAM_ITEMS:
             return json_response(reading.list_body(res, page))
-        response = web.StreamResponse(headers={"Content-Type": _JSON})
+        response = web.StreamResponse(headers={"Content-Type": JSON})
         response.headers["Date"] = http_date(self.server.clock.now())
         await response.prepare(request)
         for chunk in reading.list_chunks(res, page):

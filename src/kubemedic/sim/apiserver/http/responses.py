@@ -25,7 +25,8 @@ from kubemedic.sim.machinery.clock import VirtualClock
 from kubemedic.sim.machinery.definitions import Definitions
 from kubemedic.sim.machinery.objects import Obj
 
-_JSON = "application/json"
+#: The media type of every JSON response.
+JSON = "application/json"
 
 
 class Backend(Protocol):
@@ -46,7 +47,7 @@ def json_response(
     body: Any, *, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
     raw = body if isinstance(body, bytes) else orjson.dumps(body)
-    return web.Response(body=raw, status=status, content_type=_JSON, headers=headers)
+    return web.Response(body=raw, status=status, content_type=JSON, headers=headers)
 
 
 def table_for(

@@ -81,6 +81,14 @@ def test_an_unknown_scenario_is_an_input_error() -> None:
     assert "no-such-scenario" in done.stderr
 
 
+@pytest.mark.parametrize("until", ["5x", "inf", "-1s", ""])
+def test_a_bad_duration_is_an_input_error_naming_the_flag(until: str) -> None:
+    done = _kubemedic("sim", "run", "healthy", "--until", until)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: --until: expected a duration")
+    assert "Traceback" not in done.stderr
+
+
 def test_serving_options_need_serve(tmp_path: Path) -> None:
     done = _kubemedic("sim", "run", "healthy", "--kubeconfig-out", str(tmp_path / "kc"))
     assert done.returncode == 2

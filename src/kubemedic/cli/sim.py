@@ -26,12 +26,13 @@ def register(app: typer.Typer) -> None:
     app.add_typer(sim_app)
 
 
-def _parse_duration(text: str) -> timedelta:
-    """A flag's duration (``90s``, ``10m``, ``1h30m``, or bare seconds), read by the one parser."""
+def _parse_duration(flag: str, text: str) -> timedelta:
+    """A flag's duration (``90s``, ``10m``, ``1h30m``, or bare seconds), read by the one parser;
+    exit 2 naming the flag otherwise."""
     try:
         return parse_duration(text, bare_seconds=True)
     except DurationError as error:
-        raise typer.BadParameter(str(error)) from None
+        raise _common._fail(f"{flag}: {error}") from None
 
 
 @sim_app.command("serve")
@@ -83,7 +84,7 @@ def sim_serve(
             port=port,
             kubeconfig_out=kubeconfig_out,
             load=load,
-            event_ttl=_parse_duration(event_ttl),
+            event_ttl=_parse_duration("--event-ttl", event_ttl),
             history=history,
             speed=speed,
             faults=apiserver.parse_assignments(fault or []),
@@ -172,7 +173,7 @@ def sim_run(
     options = simulating.RunOptions(
         scenario=scenario,
         speed=speed,
-        until=_parse_duration(until) if until is not None else None,
+        until=_parse_duration("--until", until) if until is not None else None,
         serve=serve,
         port=port,
         kubeconfig_out=kubeconfig_out,

@@ -101,6 +101,22 @@ def test_nested_settings_are_renamed_and_misspelt_nested_keys_are_errors(tmp_pat
 
 
 @pytest.mark.parametrize(
+    ("selector", "why"),
+    [("app in (a", "unable to parse requirement"), ("", "empty"), ("=x", "expected")],
+)
+def test_a_selector_the_api_server_would_refuse_is_a_config_error(
+    tmp_path: Path, selector: str, why: str
+) -> None:
+    bad = write(
+        tmp_path,
+        "checks:\n  critical-pod-underrequested:\n    critical:\n"
+        f"      extraSelectors: [{{role: db, selector: '{selector}'}}]\n",
+    )
+    with pytest.raises(ConfigError, match=rf"extra_selectors\.0: .*invalid label selector .*{why}"):
+        load_settings(bad)
+
+
+@pytest.mark.parametrize(
     ("text", "seconds"),
     [("90s", 90), ("2m", 120), ("1h30m", 5400), ("45", 45), ("PT3M", 180), ("00:04:00", 240)],
 )

@@ -68,12 +68,30 @@ HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 """``scheduling.HighestUserDefinablePriority``: the top value of a user-defined PriorityClass."""
 
 
+@functools.lru_cache(maxsize=256)
+def parse_selector(text: str) -> tuple[Requirement, ...]:
+    """A role's label selector, read by the one parser (:mod:`kubemedic.model.selectors`).
+    Raises ``ValueError`` naming the selector: one the API server would refuse, or an empty one
+    (it would make every pod critical)."""
+    if not text.strip():
+        raise ValueError(f"invalid label selector {text!r}: empty (it would match every pod)")
+    try:
+        return tuple(parse_requirements(text))  # in the order written: the reason shows them so
+    except SelectorError as error:
+        raise ValueError(f"invalid label selector {text!r}: {error.message}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class RoleSelector:
-    """Pods matching ``selector`` (label-selector syntax) are critical in ``role``."""
+    """Pods matching ``selector`` (label-selector syntax) are critical in ``role``. A selector
+    the API server would refuse, or an empty one, is refused here (``ValueError``), so a bad
+    one in the configuration is named when it is read rather than when a scan meets it."""
 
     role: str
     selector: str
+
+    def __post_init__(self) -> None:
+        parse_selector(self.selector)
 
 
 DEFAULT_SELECTORS: tuple[RoleSelector, ...] = (
@@ -129,19 +147,6 @@ class Criticality:
 
 
 # -- label selectors --------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=256)
-def parse_selector(text: str) -> tuple[Requirement, ...]:
-    """A role's label selector, read by the one parser (:mod:`kubemedic.model.selectors`).
-    Raises ``ValueError`` naming the selector: one the API server would refuse, or an empty one
-    (it would make every pod critical)."""
-    if not text.strip():
-        raise ValueError(f"invalid label selector {text!r}: empty (it would match every pod)")
-    try:
-        return tuple(parse_requirements(text))  # in the order written: the reason shows them so
-    except SelectorError as error:
-        raise ValueError(f"invalid label selector {text!r}: {error.message}") from None
 
 
 #: Operators a label must be present to satisfy.
@@ -213,10 +218,7 @@ def _index(rules: tuple[RoleSelector, ...]) -> _Rules:
     by_value: dict[str, dict[str, list[int]]] = {}
     by_label: dict[str, list[int]] = {}
     for index, rule in enumerate(rules):
-        try:
-            requirements = parse_selector(rule.selector)
-        except ValueError:
-            requirements = ()
+        requirements = parse_selector(rule.selector)  # valid: a RoleSelector checks its own
         valued = [r for r in requirements if r.operator in (IN, EQUALS, DOUBLE_EQUALS)]
         present = [r for r in requirements if r.operator in (EXISTS, GREATER_THAN, LESS_THAN)]
         if valued:

@@ -76,20 +76,89 @@ def test_an_input_error_no_command_worded_exits_2_with_its_message(
     import kubemedic.cli as cli
     from kubemedic.errors import DurationError, KubemedicError
 
-    def failing() -> None:
+    def failing(**_: object) -> None:
         raise DurationError('--window: expected a duration such as 2m or 1h30m, got "5x"')
 
     monkeypatch.setattr(cli, "app", failing)
     with pytest.raises(SystemExit) as done:
-        cli.main()
+        cli.main([])
     assert done.value.code == 2
     assert 'error: --window: expected a duration such as 2m or 1h30m, got "5x"' in (
         capsys.readouterr().err
     )
 
-    def broken() -> None:
-        raise KubemedicError("not the user's fault")
+    def unusable(**_: object) -> None:
+        raise KubemedicError("the API server answered 500 [internal] for /api/v1/pods")
+
+    monkeypatch.setattr(cli, "app", unusable)
+    with pytest.raises(SystemExit) as done:
+        cli.main([])
+    assert done.value.code == 2
+    assert "error: the API server answered 500 [internal] for /api/v1/pods" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_bug_exits_3_with_one_line_and_the_traceback_only_under_debug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import kubemedic.cli as cli
+
+    def broken(**_: object) -> None:
+        raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(cli, "app", broken)
-    with pytest.raises(KubemedicError):  # not an input error: not exit 2
-        cli.main()
+    monkeypatch.delenv("KUBEMEDIC_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as done:
+        cli.main([])
+    assert done.value.code == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert "bug in kubemedic" in err and "ZeroDivisionError: division by zero" in err
+    assert "--debug" in err
+
+    monkeypatch.setenv("KUBEMEDIC_DEBUG", "1")
+    with pytest.raises(SystemExit) as done:
+        cli.main([])
+    assert done.value.code == 3
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "ZeroDivisionError" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["scan", "--bogus"], "No such option: --bogus"),
+        (["scan", "--fail-on", "sometimes"], "'--fail-on'"),
+        (["sim", "run"], "Missing argument"),
+    ],
+)
+def test_usage_errors_are_one_plain_line_with_exit_2(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import kubemedic.cli as cli
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: kubemedic ") and words in err
+    assert len(err.strip().splitlines()) == 1 and "╭" not in err
+
+
+def test_the_debug_flag_prints_the_traceback_of_a_bug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import kubemedic.cli as cli
+    from kubemedic.checks import registry
+
+    def broken(*_: object, **__: object) -> None:
+        raise ZeroDivisionError("from inside a command")
+
+    monkeypatch.delenv("KUBEMEDIC_DEBUG", raising=False)
+    monkeypatch.setattr(registry, "explain", broken)
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--debug", "checks", "probe-restarts"])
+    assert done.value.code == 3
+    assert "Traceback (most recent call last)" in capsys.readouterr().err

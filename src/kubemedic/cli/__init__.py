@@ -6,22 +6,29 @@ imports what its commands need when they run, so start-up (and ``--version``) lo
 the command definitions only. The command modules never import this package's own names.
 
 Exit codes everywhere: 0 when nothing is at or above ``--fail-on``, 1 when something is, 2 for a
-usage or input error (the message names the file, object or flag at fault).
+usage or input error or a cluster or archive kubemedic could not use (one line naming the file,
+object, field or flag at fault and what was expected), 3 for a bug in kubemedic (one line; the
+traceback only under ``--debug`` or ``KUBEMEDIC_DEBUG=1``), 130 when interrupted. A traceback
+never exits 1, so a CI gate on ``--fail-on`` never mistakes a crash for a finding.
 
 May import: everything (it is the top layer); nothing imports it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
-from typing import Annotated
+import traceback
+from collections.abc import Sequence
+from typing import Annotated, NoReturn
 
 import typer
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from kubemedic._version import __version__
 from kubemedic.cli import _common, archive, daemon, demo, incidents, scan, sim
-from kubemedic.errors import InputError
+from kubemedic.errors import KubemedicError
 
 __all__ = ["app", "main"]
 
@@ -54,9 +61,16 @@ def _root(
             help="Show no progress (it is shown on stderr only when stderr is a terminal).",
         ),
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="On an internal error (exit 3), print the traceback (also KUBEMEDIC_DEBUG=1).",
+        ),
+    ] = False,
 ) -> None:
     """Keeps Kubernetes clusters healthy and remembers what went wrong."""
-    _common.begin(quiet=quiet)
+    _common.begin(quiet=quiet, debug=debug)
 
 
 # In the order `kubemedic --help` lists them.
@@ -64,16 +78,74 @@ for _group in (scan, sim, demo, archive, daemon, incidents):
     _group.register(app)
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Run the command line on ``argv`` (default: the process's arguments) and end with its exit
+    status; every way out is one of the statuses in this module's docstring."""
+    code = _run(list(argv) if argv is not None else sys.argv[1:])
+    if _common.leaving_at_once():
+        _leave(code)
+    raise SystemExit(code)
+
+
+def _run(args: list[str]) -> int:
     try:
-        app()
-    except SystemExit as done:
-        if _common.leaving_at_once() and (done.code is None or isinstance(done.code, int)):
-            _leave(done.code or 0)
-        raise
-    except InputError as error:  # one a command did not word itself: still exit 2, no traceback
-        _common.err_console().print(f"[bold red]error:[/] {error}", highlight=False)
-        raise SystemExit(2) from None
+        outcome = app(args=args, prog_name="kubemedic", standalone_mode=False)
+    except SystemExit as done:  # a command that ended itself with sys.exit
+        if done.code is None or isinstance(done.code, int):
+            return done.code or 0
+        return _error(str(done.code))
+    except (typer.Abort, KeyboardInterrupt):
+        return 130
+    except NoArgsIsHelpError as bare:  # `kubemedic` or `kubemedic sim` alone: the help
+        typer.echo(bare.ctx.get_help(), err=True)
+        return 2
+    except ClickException as usage:  # a bad flag, a missing argument: one line, no box
+        context = usage.ctx if isinstance(usage, UsageError) else None
+        where = f"{context.command_path}: " if context is not None else ""
+        hint = f" (see '{context.command_path} --help')" if context is not None else ""
+        return _error(f"{where}{usage.format_message()}{hint}", code=usage.exit_code)
+    except KubemedicError as error:  # one a command did not word itself: still exit 2
+        return _error(str(error))
+    except BrokenPipeError:  # `kubemedic ... | head`: the reader left; say nothing
+        return _closed_pipe()
+    except OSError as error:
+        if error.errno == errno.EPIPE:
+            return _closed_pipe()
+        return _bug(error)
+    except Exception as error:  # the one place a bug becomes exit 3
+        return _bug(error)
+    return outcome if isinstance(outcome, int) and not isinstance(outcome, bool) else 0
+
+
+def _error(message: str, *, code: int = 2) -> int:
+    _common.say_error(message)
+    return code
+
+
+def _bug(error: BaseException) -> int:
+    """An exception nothing expected: one line saying it is a bug, the traceback on request."""
+    summary = " ".join(str(error).split())[:200]
+    kind = type(error).__name__
+    if _common.debugging():
+        traceback.print_exception(error, file=sys.stderr)
+        hint = ""
+    else:
+        hint = "; run again with --debug (or KUBEMEDIC_DEBUG=1) for the traceback"
+    _common.say_error(
+        f"this is a bug in kubemedic {__version__}: {kind}{': ' if summary else ''}{summary}{hint}",
+        label="internal error",
+    )
+    return 3
+
+
+def _closed_pipe() -> int:
+    # Whatever is still buffered for the closed pipe must not fail again at exit.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 def _leave(code: int) -> None:

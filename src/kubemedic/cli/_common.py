@@ -8,6 +8,7 @@ command line starts, whatever command runs. Rich is imported when a console is f
 from __future__ import annotations
 
 import enum
+import os
 from typing import TYPE_CHECKING
 
 import typer
@@ -21,11 +22,13 @@ __all__ = [
     "OutputFormat",
     "_fail",
     "begin",
+    "debugging",
     "err_console",
     "leave_at_once",
     "leaving_at_once",
     "out_console",
     "progress",
+    "say_error",
 ]
 
 
@@ -36,14 +39,21 @@ class OutputFormat(enum.StrEnum):
 
 class _State:
     quiet = False
+    debug = False
     leave_at_once = False
 
 
-def begin(*, quiet: bool) -> None:
+def begin(*, quiet: bool, debug: bool = False) -> None:
     """A command line starts (the root callback): ``quiet`` is the global ``--quiet`` (no
-    progress, whatever stderr is)."""
+    progress, whatever stderr is), ``debug`` the global ``--debug`` (tracebacks of bugs)."""
     _State.quiet = quiet
+    _State.debug = debug
     _State.leave_at_once = False
+
+
+def debugging() -> bool:
+    """Whether a bug's traceback is printed: ``--debug`` or ``KUBEMEDIC_DEBUG`` set to 1."""
+    return _State.debug or os.environ.get("KUBEMEDIC_DEBUG", "").strip() in {"1", "true", "yes"}
 
 
 def leave_at_once() -> None:
@@ -82,7 +92,14 @@ def progress(err: Console | None = None) -> Progress:
     return progressing.on_terminal(err if err is not None else err_console())
 
 
+def say_error(message: str, *, label: str = "error") -> None:
+    """Print ``label: message`` on stderr, the message as it is (brackets are not markup)."""
+    from rich.markup import escape  # noqa: PLC0415
+
+    err_console().print(f"[bold red]{label}:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def _fail(message: str) -> typer.Exit:
     """Print ``error: message`` on stderr; the caller raises the returned exit (status 2)."""
-    err_console().print(f"[bold red]error:[/] {message}", highlight=False)
+    say_error(message)
     return typer.Exit(2)

@@ -1,0 +1,195 @@
+"""Reading the YAML and JSON a user supplies, with limits: the one place kubemedic parses them.
+
+Snapshots, the configuration file, scenario files and kubeconfigs are read here, so each gets
+the same guarantees instead of a traceback or a hang:
+
+* nesting deeper than ``MAX_DEPTH`` levels is refused with the line where it passes the limit
+  (Kubernetes objects nest about 20 levels; a parser or a recursive walk would otherwise end in
+  ``RecursionError``);
+* YAML aliases may not expand a document by more than ``MAX_ALIAS_NODES`` nodes, and an anchor
+  may not contain an alias to itself (the "billion laughs" document, a few hundred bytes that
+  expand to 10^9 nodes, is refused at once);
+* only YAML's safe types are built (``yaml.SafeLoader``): no Python objects, ever;
+* every error is a ``DocumentError`` (an ``InputError``) whose message starts with ``where``
+  (the file, or ``--config``) and gives the line, in the user's words.
+
+Pure: text in, Python values out; no I/O. May import: kubemedic.errors, PyYAML and orjson.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from kubemedic.errors import InputError
+
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "MAX_DEPTH",
+    "DocumentError",
+    "check_depth",
+    "load_json",
+    "load_yaml",
+    "load_yaml_all",
+]
+
+MAX_DEPTH = 200
+"""Deepest nesting of mappings and lists accepted (a Kubernetes object nests about 20)."""
+
+MAX_ALIAS_NODES = 1_000_000
+"""How many nodes YAML aliases may add to a document by repeating what an anchor holds."""
+
+
+class DocumentError(InputError, ValueError):
+    """A YAML or JSON document could not be read; the message says where and why."""
+
+
+def load_json(data: bytes | str, *, where: str) -> Any:
+    """The JSON value of ``data``; ``DocumentError`` naming ``where`` and the line when it is not
+    JSON, or nests deeper than ``MAX_DEPTH``."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        reason = str(error.msg).rstrip(".:") if error.msg else "invalid JSON"
+        if "recursion" in reason.lower() or "depth" in reason.lower():
+            raise DocumentError(
+                f"{where}: line {error.lineno}: nested deeper than {MAX_DEPTH} levels"
+            ) from None
+        raise DocumentError(
+            f"{where}: line {error.lineno}, column {error.colno}: invalid JSON: {reason}"
+        ) from None
+    check_depth(value, where=where)
+    return value
+
+
+def check_depth(value: Any, *, where: str, limit: int = MAX_DEPTH) -> None:
+    """Refuse a parsed value nested deeper than ``limit`` (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            raise DocumentError(f"{where}: nested deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
+def load_yaml(text: str, *, where: str) -> Any:
+    """The one YAML document of ``text`` (``None`` when it is empty or only comments)."""
+    documents = load_yaml_all(text, where=where)
+    if len(documents) > 1:
+        raise DocumentError(
+            f"{where}: expected one YAML document, found {len(documents)} (separated by ---)"
+        )
+    return documents[0] if documents else None
+
+
+def load_yaml_all(text: str, *, where: str) -> list[Any]:
+    """Every document of a YAML stream (``---`` separated), empty documents left out."""
+    loader = _Loader(text)
+    loader.where = where
+    documents: list[Any] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            _check_aliases(node, where=where)
+            documents.append(loader.construct_document(node))
+    except DocumentError:
+        raise
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = " ".join(str(error.problem or error.context or "invalid YAML").split())
+        raise DocumentError(f"{where}: {line}invalid YAML: {problem}") from None
+    except yaml.YAMLError as error:
+        raise DocumentError(f"{where}: invalid YAML: {' '.join(str(error).split())}") from None
+    except RecursionError:  # a construction path the depth limit did not foresee
+        raise DocumentError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+    finally:
+        loader.dispose()
+    return [document for document in documents if document is not None]
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader, refusing nesting past ``MAX_DEPTH`` while it composes (composition is
+    recursive, one Python frame per level)."""
+
+    where = ""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise DocumentError(
+                    f"{self.where or 'YAML'}: line {mark.line + 1}: "
+                    f"nested deeper than {MAX_DEPTH} levels"
+                )
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
+
+
+def _check_aliases(root: Node, *, where: str) -> None:
+    """Refuse a document whose aliases refer to an enclosing anchor (a cycle) or repeat more
+    than ``MAX_ALIAS_NODES`` nodes in all."""
+    expanded: dict[int, int] = {}  # id(node) -> nodes it stands for, aliases expanded
+    unique = 0
+    on_path: set[int] = set()
+    # An explicit stack: (node, children visited yet?)
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, visited = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if visited:
+            on_path.discard(key)
+            expanded[key] = 1 + sum(expanded[id(child)] for child in children)
+            continue
+        if key in expanded:
+            continue
+        if key in on_path:
+            raise DocumentError(
+                f"{where}: line {node.start_mark.line + 1}: a YAML alias refers to an anchor "
+                "that contains it (a recursive document)"
+            )
+        on_path.add(key)
+        unique += 1
+        stack.append((node, True))
+        for child in children:
+            child_key = id(child)
+            if child_key in on_path:
+                raise DocumentError(
+                    f"{where}: line {child.start_mark.line + 1}: a YAML alias refers to an "
+                    "anchor that contains it (a recursive document)"
+                )
+            if child_key not in expanded:
+                stack.append((child, False))
+    if expanded[id(root)] - unique > MAX_ALIAS_NODES:
+        raise DocumentError(
+            f"{where}: line {root.start_mark.line + 1}: YAML aliases expand the document past "
+            f"{MAX_ALIAS_NODES:,} nodes (an alias bomb?)"
+        )
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, ScalarNode):
+        return []
+    return []

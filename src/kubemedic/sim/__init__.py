@@ -14,6 +14,7 @@ below it (import-linter holds this):
 - :mod:`.machinery`: what every layer speaks: object types, status errors, the clock, names,
   label and field selectors, API resources and the OpenAPI definitions.
 
-May import: :mod:`kubemedic.model` and :mod:`kubemedic.snapshot` (to serve snapshots), never
+May import: :mod:`kubemedic.model`, :mod:`kubemedic.snapshot` (to serve snapshots) and
+:mod:`kubemedic.output.files` (to write them atomically), never
 the rest of the product.
 """

@@ -12,7 +12,8 @@ Its parts, each a layer over the ones after it (import-linter holds this):
   (JSON, merge and strategic merge patches), :mod:`.tables` (``kubectl get`` columns),
   :mod:`.openapi` (OpenAPI documents and CRDs), :mod:`.storage` (etcd plus the watch cache).
 
-May import: :mod:`kubemedic.sim.machinery`, :mod:`kubemedic.model`, :mod:`kubemedic.snapshot`.
+May import: :mod:`kubemedic.sim.machinery`, :mod:`kubemedic.model`, :mod:`kubemedic.snapshot`,
+:mod:`kubemedic.output.files` (to write snapshots and kubeconfigs).
 """
 
 from kubemedic.sim.apiserver.http.faults import Faults, parse_assignments

@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import os
 import signal
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from kubemedic.model import objects
+from kubemedic.output.files import write_atomically
 from kubemedic.sim.apiserver.http.faults import Faults
 from kubemedic.sim.apiserver.server import ApiServer, kubeconfig
 from kubemedic.sim.machinery.clock import VirtualClock
@@ -45,14 +44,13 @@ class ServeOptions:
     clock_start: str = "snapshot"
 
 
-def write_kubeconfig(path: Path, url: str) -> None:
-    """Write a kubeconfig for ``url`` atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_kubeconfig(
+    path: Path, url: str, *, force: bool = False, flag: str = "--kubeconfig-out"
+) -> None:
+    """Write a kubeconfig for ``url`` atomically, never over a directory, link or special file
+    unless ``force``."""
     text = yaml.safe_dump(kubeconfig(url), sort_keys=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-    Path(tmp).replace(path)
+    write_atomically(path, text.encode(), flag=flag, force=force)
 
 
 def build(options: ServeOptions) -> ApiServer:

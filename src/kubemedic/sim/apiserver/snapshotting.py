@@ -12,13 +12,12 @@ is written atomically, so an interrupted run never leaves half a snapshot.
 from __future__ import annotations
 
 import gzip
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from kubemedic.output.files import write_atomically
 from kubemedic.sim.apiserver.server import ApiServer
 
 __all__ = ["SNAPSHOT_KINDS", "snapshot", "write_snapshot"]
@@ -62,19 +61,14 @@ def snapshot(server: ApiServer) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
 
 
-def write_snapshot(path: Path, server: ApiServer) -> int:
-    """Write the snapshot to ``path`` (gzipped for ``.gz``); returns the number of items."""
+def write_snapshot(
+    path: Path, server: ApiServer, *, force: bool = False, flag: str = "--snapshot-out"
+) -> int:
+    """Write the snapshot to ``path`` (gzipped for ``.gz``) atomically, never over a directory,
+    link or special file unless ``force``; returns the number of items."""
     body = snapshot(server)
     data = orjson.dumps(body, option=orjson.OPT_INDENT_2)
     if path.suffix == ".gz":
         data = gzip.compress(data, compresslevel=6, mtime=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, data, flag=flag, force=force)
     return len(body["items"])

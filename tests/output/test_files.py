@@ -43,7 +43,7 @@ def test_a_symlink_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
     real.write_bytes(b"precious")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    with pytest.raises(OutputError, match="is a symbolic link, not a regular file.*--force"):
+    with pytest.raises(OutputError, match=r"is a symbolic link, not a regular file.*--force"):
         write_atomically(link, b"x", flag="--snapshot-out")
     assert link.is_symlink() and real.read_bytes() == b"precious"
     write_atomically(link, b"x", flag="--snapshot-out", force=True)

@@ -30,6 +30,7 @@ from rich.table import Table
 
 from kubemedic.output.progress import NO_PROGRESS, Bar, Progress
 from kubemedic.sim import apiserver, scenarios
+from kubemedic.sim.scenarios import loading
 
 __all__ = ["RunOptions", "list_scenarios", "run_scenario"]
 
@@ -74,6 +75,19 @@ def run_scenario(
     """Run a scenario (raises ``scenarios.ScenarioError`` on a bad one). ``progress`` shows the
     scenario's clock as it runs (it should draw on ``err``, where the run's notes go)."""
     scenario = scenarios.load(options.scenario)
+    if options.until is not None:
+        steps = options.until.total_seconds() / scenario.cluster.resolution
+        if steps > loading.MAX_STEPS:
+            raise scenarios.ScenarioError(
+                scenario.source,
+                [
+                    (
+                        "",
+                        f"--until: {steps:,.0f} steps of cluster.resolution; at most "
+                        f"{loading.MAX_STEPS:,}",
+                    )
+                ],
+            )
     run = scenarios.ScenarioRun(scenario, seed=options.seed, until=options.until)
     started = time.perf_counter()
     with progress.bar(scenario.name, total=run.duration.total_seconds()) as bar:

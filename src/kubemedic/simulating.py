@@ -30,7 +30,6 @@ from rich.table import Table
 
 from kubemedic.output.progress import NO_PROGRESS, Bar, Progress
 from kubemedic.sim import apiserver, scenarios
-from kubemedic.sim.scenarios import loading
 
 __all__ = ["RunOptions", "list_scenarios", "run_scenario"]
 
@@ -76,18 +75,7 @@ def run_scenario(
     scenario's clock as it runs (it should draw on ``err``, where the run's notes go)."""
     scenario = scenarios.load(options.scenario)
     if options.until is not None:
-        steps = options.until.total_seconds() / scenario.cluster.resolution
-        if steps > loading.MAX_STEPS:
-            raise scenarios.ScenarioError(
-                scenario.source,
-                [
-                    (
-                        "",
-                        f"--until: {steps:,.0f} steps of cluster.resolution; at most "
-                        f"{loading.MAX_STEPS:,}",
-                    )
-                ],
-            )
+        scenarios.check_until(scenario, options.until)
     run = scenarios.ScenarioRun(scenario, seed=options.seed, until=options.until)
     started = time.perf_counter()
     with progress.bar(scenario.name, total=run.duration.total_seconds()) as bar:

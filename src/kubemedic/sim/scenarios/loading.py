@@ -71,6 +71,7 @@ __all__ = [
     "ScenarioError",
     "ScenarioInfo",
     "available",
+    "check_until",
     "default_api_version",
     "load",
     "parse",
@@ -372,6 +373,15 @@ def _firings(scenario: Scenario, action: Any) -> int:
 
 MAX_STEPS = 10_000_000
 """Most engine steps a scenario may take (its duration over its resolution)."""
+
+
+def check_until(scenario: Scenario, until: timedelta) -> None:
+    """Refuse to play ``scenario`` for ``until`` (``sim run --until``) when that is more than
+    ``MAX_STEPS`` steps of its resolution; ``ScenarioError`` naming the flag."""
+    steps = until.total_seconds() / scenario.cluster.resolution
+    if steps > MAX_STEPS:
+        problem = f"{steps:,.0f} steps of cluster.resolution; at most {MAX_STEPS:,}"
+        raise ScenarioError(scenario.source or scenario.name, [("--until", problem)])
 
 
 def _check_size(scenario: Scenario) -> Iterator[tuple[str, str]]:

@@ -464,21 +464,33 @@ def _check_manifest(manifest: Manifest, where: str) -> Iterator[tuple[str, str]]
         where = f"{where}.spec.template"
     if isinstance(pod_spec, dict):
         for field in ("containers", "initContainers"):
-            for k, c in enumerate(pod_spec.get(field) or []):
+            listed = pod_spec.get(field) or []
+            if not isinstance(listed, list):
+                yield f"{where}.spec.{field}", f"expected a list, got {_shown_input(listed)}"
+                continue
+            for k, c in enumerate(listed):
                 resources = c.get("resources") if isinstance(c, dict) else None
                 if not isinstance(resources, dict):
                     continue
                 for part in ("requests", "limits"):
-                    for name, value in (resources.get(part) or {}).items():
-                        path = f"{where}.spec.{field}[{k}].resources.{part}.{name}"
+                    path = f"{where}.spec.{field}[{k}].resources.{part}"
+                    amounts = resources.get(part) or {}
+                    if not isinstance(amounts, dict):
+                        yield path, f"expected a mapping, got {_shown_input(amounts)}"
+                        continue
+                    for name, value in amounts.items():
                         try:
                             checked_quantity(value)
                         except ValueError as exc:
-                            yield path, str(exc)
+                            yield f"{path}.{name}", str(exc)
 
 
 def _check_usage(meta: Mapping[str, Any], where: str) -> Iterator[tuple[str, str]]:
-    for key, value in (meta.get("annotations") or {}).items():
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        yield f"{where}.annotations", f"expected a mapping, got {_shown_input(annotations)}"
+        return
+    for key, value in annotations.items():
         if not str(key).startswith(USAGE_PREFIX):
             continue
         path = f'{where}.annotations["{key}"]'

@@ -74,6 +74,8 @@ def run_scenario(
     """Run a scenario (raises ``scenarios.ScenarioError`` on a bad one). ``progress`` shows the
     scenario's clock as it runs (it should draw on ``err``, where the run's notes go)."""
     scenario = scenarios.load(options.scenario)
+    if options.until is not None:
+        scenarios.check_until(scenario, options.until)
     run = scenarios.ScenarioRun(scenario, seed=options.seed, until=options.until)
     started = time.perf_counter()
     with progress.bar(scenario.name, total=run.duration.total_seconds()) as bar:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kubemedic.cli import app
+from kubemedic.cli import app, main
 from tests.cli.terminal import fake_terminal, shown
 from tests.sim.conftest import KUBECTL, needs_kubectl
 
@@ -81,7 +81,7 @@ def test_an_unknown_scenario_is_an_input_error() -> None:
     assert "no-such-scenario" in done.stderr
 
 
-@pytest.mark.parametrize("until", ["5x", "inf", "-1s", ""])
+@pytest.mark.parametrize("until", ["5x", "inf", "-1s", "", "-5m", "nan", "1e400"])
 def test_a_bad_duration_is_an_input_error_naming_the_flag(until: str) -> None:
     done = _kubemedic("sim", "run", "healthy", "--until", until)
     assert done.returncode == 2
@@ -195,3 +195,96 @@ def test_quiet_keeps_the_terminal_free_of_progress(monkeypatch: pytest.MonkeyPat
     assert result.exit_code == 0, result.output
     assert buffer.getvalue() == ""
     assert "healthy: 00:02:00 of cluster time" in result.stdout
+
+
+def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """``kubemedic sim run ARGS`` in this process: exit 2 and one line on stderr, returned."""
+    with pytest.raises(SystemExit) as done:
+        main(["sim", "run", *args])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "Input should be" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--until", "1000000d"), "--until: expected a duration of at most 30d"),
+        (("--speed", "nan"), "--speed: expected a number from 0.01 to 10,000"),
+        (("--speed", "1e-300"), "--speed: expected a number from 0.01 to 10,000"),
+        (("--speed", "inf"), "--speed: expected a number from 0.01 to 10,000"),
+        (("--speed", "-1"), "--speed: expected a number from 0.01 to 10,000"),
+        (("--serve", "--port", "99999"), "--port: expected a port from 0 to 65535, got 99999"),
+        (("--serve", "--port", "-1"), "--port: expected a port from 0 to 65535, got -1"),
+    ],
+)
+def test_a_bad_run_flag_is_one_line_naming_it(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    assert message in _refused(capsys, "healthy", *args)
+
+
+def _healthy_with(tmp_path: Path, old: str, new: str) -> Path:
+    text = Path(__file__).parents[2] / "src/kubemedic/sim/scenarios/bundled/healthy.yaml"
+    changed = text.read_text().replace(old, new, 1)
+    assert changed != text.read_text()
+    path = tmp_path / "story.yaml"
+    path.write_text(changed)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "count: 6",
+            "count: 1000000000",
+            "pools[0].count: expected a whole number from 0 to 100,000",
+        ),
+        (
+            "duration: 30m",
+            "duration: 30m\ncluster: {resolution: 0s}",
+            'cluster.resolution: expected a duration from 10ms to 1h, got "0s"',
+        ),
+        ("duration: 30m", "duration: -30m", 'duration: "-30m" is not a duration from 0s to 30d'),
+        ("duration: 30m", "duration: .nan", "duration: NaN is not a duration"),
+        ("duration: 30m", "duration: 1e9", 'duration: "1e9" is not a duration from 0s to 30d'),
+        (
+            "duration: 30m",
+            "duration: 30d\ncluster: {resolution: 10ms}",
+            "steps of cluster.resolution; at most 10,000,000",
+        ),
+        ("replicas: 2", "replicas: 100000000", "up to 1"),
+        ("seed: 0", "seed: 1e400", "seed: expected a whole number"),
+        ("seed: 0", "seed: [1]", "seed: expected a whole number"),
+        ("name: healthy", "name: healthy\nbogus: 1", "bogus: unknown key"),
+    ],
+)
+def test_a_scenario_out_of_bounds_is_refused_before_it_is_built(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    err = _refused(capsys, str(_healthy_with(tmp_path, old, new)))
+    assert "story.yaml" in err and message in err
+
+
+def test_a_deep_or_alias_bomb_scenario_is_refused_at_once_with_the_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("name: x\nobjects: " + "[" * 5000 + "\n")
+    assert "deep.yaml: line 2: nested deeper than 200 levels" in _refused(capsys, str(deep))
+    bomb = tmp_path / "bomb.yaml"
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 12)]
+    bomb.write_text("\n".join(lines) + "\n")
+    assert "bomb.yaml: line 1: YAML aliases expand" in _refused(capsys, str(bomb))
+
+
+def test_until_past_the_step_limit_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fine = _healthy_with(tmp_path, "duration: 30m", "duration: 1m\ncluster: {resolution: 10ms}")
+    err = _refused(capsys, str(fine), "--until", "30d")
+    assert "story.yaml: --until: 259,200,000 steps of cluster.resolution; at most 10,000,000" in err

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubemedic.cli import main
 from kubemedic.snapshot.loading import load_snapshot
 from tests.factories import node, pod
 from tests.sim.conftest import KUBECTL, needs_kubectl
@@ -106,9 +107,9 @@ def test_serve_rejects_a_malformed_snapshot_with_exit_2(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (("--fault", "nonsense=1"), "unknown fault"),
-        (("--fault", "error-rate=2"), "between 0 and 1"),
+        (("--fault", "error-rate=2"), "--fault error-rate: expected a rate from 0 to 1"),
         (("--event-ttl", "soon"), "duration"),
-        (("--speed", "0"), "positive"),
+        (("--speed", "0"), "--speed: expected a number from 0.01"),
         (("--clock-start", "yesterday"), "RFC 3339"),
     ],
 )
@@ -118,3 +119,44 @@ def test_serve_rejects_bad_options(args: tuple[str, ...], message: str) -> None:
     )
     assert result.returncode == 2
     assert message in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--port", "99999"), "--port: expected a port from 0 to 65535, got 99999"),
+        (("--port", "-1"), "--port: expected a port from 0 to 65535, got -1"),
+        (("--history", "-1"), "--history: expected a number of changes from 1 to 10,000,000"),
+        (("--history", "0"), "--history: expected a number of changes"),
+        (("--event-ttl", "-5m"), "--event-ttl: expected a duration of zero or more"),
+        (("--event-ttl", "1000000d"), "--event-ttl: expected a duration of at most 30d"),
+        (("--speed", "nan"), "--speed: expected a number from 0.01 to 10,000"),
+        (("--speed", "inf"), "--speed: expected a number from 0.01 to 10,000"),
+        (("--speed", "1e-300"), "--speed: expected a number from 0.01 to 10,000"),
+        (("--clock-start", "9999-12-31T23:59:59Z"), "--clock-start: expected a time from 1970"),
+        (("--clock-start", "0001-01-01T00:00:00Z"), "--clock-start: expected a time from 1970"),
+        (
+            ("--fault", "unknown=1"),
+            "--fault: unknown fault 'unknown'; known: error-rate, force-gone, latency,",
+        ),
+        (("--fault", "error-rate"), "--fault: expected NAME=VALUE such as error-rate=0.1"),
+        (("--fault", "error-rate=x"), "--fault error-rate: expected a rate from 0 to 1, got 'x'"),
+        (("--fault", "error-rate=nan"), "--fault error-rate: expected a rate from 0 to 1"),
+        (("--fault", "throttle_rate=-0.1"), "--fault throttle-rate: expected a rate from 0 to 1"),
+        (("--fault", "latency=nan"), "--fault latency: expected a number of seconds from 0"),
+        (("--fault", "timeout-seconds=inf"), "--fault timeout-seconds: expected a number of"),
+        (("--fault", "watch-drop-after=-1"), "--fault watch-drop-after: expected a whole number"),
+        (("--fault", "retry-after=1.5"), "--fault retry-after: expected a whole number"),
+        (("--fault", "watch-stall=maybe"), "--fault watch-stall: expected true or false"),
+    ],
+)
+def test_a_bad_flag_is_one_line_naming_it_before_anything_is_served(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["sim", "serve", *args])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert message in err
+    assert "Input should be" not in err and "error_rate" not in err

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubemedic.checks import settings
 from kubemedic.checks.findings import CLUSTER, Finding, Severity, cause_part
 from kubemedic.checks.registry import check
 from kubemedic.model import objects, owners, placement, resources, timing
@@ -79,11 +80,11 @@ _WHY = {
 
 @dataclass(frozen=True, slots=True)
 class BurstConfig:
-    window_seconds: int = 300
+    window_seconds: int = settings.number(300, above=True)
     """Width of the sliding window over node creation times."""
-    warning_nodes: int = 20
+    warning_nodes: int = settings.number(20, low=1)
     """Nodes created within one window that make a burst."""
-    critical_nodes: int = 50
+    critical_nodes: int = settings.number(50, low=1)
     """Nodes within one window that make it critical (incident 3: 100 in one minute)."""
     critical_growth: float = 1.0
     """...or this many times the nodes that existed before the burst."""

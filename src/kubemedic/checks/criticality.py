@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubemedic.checks import settings
 from kubemedic.model import objects
 from kubemedic.model.objects import Body
 from kubemedic.model.selectors import (
@@ -73,12 +74,14 @@ def parse_selector(text: str) -> tuple[Requirement, ...]:
     """A role's label selector, read by the one parser (:mod:`kubemedic.model.selectors`).
     Raises ``ValueError`` naming the selector: one the API server would refuse, or an empty one
     (it would make every pod critical)."""
+    shown = repr(text) if len(text) <= 200 else repr(text[:200]) + "…"
     if not text.strip():
-        raise ValueError(f"invalid label selector {text!r}: empty (it would match every pod)")
+        raise ValueError(f"invalid label selector {shown}: empty (it would match every pod)")
     try:
         return tuple(parse_requirements(text))  # in the order written: the reason shows them so
     except SelectorError as error:
-        raise ValueError(f"invalid label selector {text!r}: {error.message}") from None
+        reason = error.message if len(error.message) <= 200 else error.message[:200] + "…"
+        raise ValueError(f"invalid label selector {shown}: {reason}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +133,9 @@ class CriticalPodPolicy:
     """What makes a pod critical. ``selectors`` replaces the defaults; ``extra_selectors`` adds
     to them (the usual way to name your own critical workloads)."""
 
-    priority_threshold: int = HIGHEST_USER_DEFINABLE_PRIORITY
+    priority_threshold: int = settings.number(
+        HIGHEST_USER_DEFINABLE_PRIORITY, low=-(2**31), high=2**31 - 1
+    )
     system_class_prefix: str = "system-"
     selectors: tuple[RoleSelector, ...] = DEFAULT_SELECTORS
     extra_selectors: tuple[RoleSelector, ...] = ()

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubemedic.checks import settings
 from kubemedic.checks.findings import CLUSTER, Finding, Severity, cause_part
 from kubemedic.checks.registry import check
 from kubemedic.model import objects, placement, timing
@@ -114,7 +115,7 @@ class NotReadyConfig:
     plus ``--node-monitor-grace-period`` (50s)."""
     brake_fraction: float = 0.3
     """This share of nodes NotReady at once adds the cluster-level "brake repairs" finding."""
-    brake_min_nodes: int = 2
+    brake_min_nodes: int = settings.number(2, low=1)
     """...provided at least this many nodes are NotReady (one node of one is not a pattern)."""
     startup_timeout_seconds: int = 600
     """A node that has not been Ready since it joined is *starting*, not broken, for this long

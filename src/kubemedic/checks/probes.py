@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubemedic.checks import criticality
+from kubemedic.checks import criticality, settings
 from kubemedic.checks.criticality import CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check, config_quantity
@@ -82,7 +82,7 @@ class ProbeConfig:
     """Liveness restarts within the failure window that make the finding critical."""
     critical: CriticalPodPolicy = field(default_factory=CriticalPodPolicy)
     """Which pods are critical (``criticality.criticality_of``)."""
-    starvation_cpu_request: str = "100m"
+    starvation_cpu_request: str = settings.quantity("100m")
     """CPU request (or limit) below which CPU starvation is a likely cause of probe timeouts (an
     invalid quantity is an ``invalid-input`` finding naming this setting)."""
     window_slack: timedelta = timedelta(minutes=2)

@@ -15,10 +15,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import sys
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from kubemedic.checks import settings
 from kubemedic.checks.findings import Finding, Severity
 from kubemedic.model.objects import ObjectRef
 from kubemedic.model.quantities import Quantity, QuantityError, parse_quantity
@@ -67,22 +69,47 @@ def config_quantity(text: str, *, check: str, name: str) -> Quantity:
 
 
 def explain(spec: CheckSpec[Any]) -> str:
-    """A check's documentation (its module docstring) and its settings with their defaults,
-    as ``kubemedic checks NAME`` prints them."""
+    """A check's documentation (its module docstring) and its settings with their defaults, as
+    ``kubemedic checks NAME`` prints them: written as in the configuration file
+    (``window_slack = 2m``), nested settings dotted, each number with the range it takes."""
     module = sys.modules.get(spec.function.__module__)
     doc = inspect.cleandoc(module.__doc__ or "") if module is not None else ""
     lines = [doc or spec.summary, "", f"Settings (config file: checks.{spec.name}):"]
-    for item in dataclasses.fields(spec.config_type):
-        if item.default is not dataclasses.MISSING:
-            default = repr(item.default)
-        elif item.default_factory is not dataclasses.MISSING:
-            default = repr(item.default_factory())
-        else:
-            default = "(required)"
-        if len(default) > 200:
-            default = default[:200] + "…"
-        lines.append(f"  {item.name} = {default}")
+    lines.extend(_setting_lines(spec.config_type, prefix=""))
     return "\n".join(lines)
+
+
+def _setting_lines(config_type: type, *, prefix: str) -> list[str]:
+    lines: list[str] = []
+    hints = typing.get_type_hints(config_type)
+    for item in dataclasses.fields(config_type):
+        name = prefix + item.name
+        if item.default is not dataclasses.MISSING:
+            default: Any = item.default
+        elif item.default_factory is not dataclasses.MISSING:
+            default = item.default_factory()
+        else:
+            lines.append(f"  {name} = (required)")
+            continue
+        if dataclasses.is_dataclass(default) and not isinstance(default, type):
+            lines.extend(_setting_lines(type(default), prefix=f"{name}."))
+            continue
+        line = f"  {name} = {settings.shown(default)}"
+        whole = _number_type(hints[item.name])
+        if whole is not None:
+            line += f"  ({settings.bounds_of(item, whole=whole).expected()})"
+        lines.append(line)
+    return lines
+
+
+def _number_type(hint: Any) -> bool | None:
+    """True for an int setting, False for a float one (optional or not), None otherwise."""
+    members = [arg for arg in typing.get_args(hint) if arg is not type(None)] or [hint]
+    if members == [int]:
+        return True
+    if members == [float]:
+        return False
+    return None
 
 
 def run_checks(

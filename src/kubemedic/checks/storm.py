@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from kubemedic.checks import settings
 from kubemedic.checks.findings import Finding, Severity, pinned_cause, workload_cause
 from kubemedic.checks.pinned import TEMPLATE_SPEC_PATHS
 from kubemedic.checks.registry import check
@@ -115,9 +116,9 @@ _INSUFFICIENT = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class FailedPodStormConfig:
-    warning_pods: int = 5
+    warning_pods: int = settings.number(5, low=1)
     """Rejected pods of one owner before anything is reported."""
-    critical_pods: int = 20
+    critical_pods: int = settings.number(20, low=1)
     """Rejected pods of one owner that make a live storm critical."""
     critical_per_minute: float = 5.0
     """Creation rate of rejected pods (overall or recent) that makes a live storm critical."""

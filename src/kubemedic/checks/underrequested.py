@@ -40,7 +40,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubemedic.checks import criticality
+from kubemedic.checks import criticality, settings
 from kubemedic.checks.criticality import Criticality, CriticalPodPolicy
 from kubemedic.checks.findings import Finding, Severity, cause_part
 from kubemedic.checks.registry import check, config_quantity
@@ -60,14 +60,14 @@ class RoleFloor:
     """Floors for one criticality role; ``None`` keeps the default floor for that resource."""
 
     role: str
-    cpu: str | None = None
-    memory: str | None = None
+    cpu: str | None = settings.quantity(None)
+    memory: str | None = settings.quantity(None)
 
 
 @dataclass(frozen=True, slots=True)
 class UnderrequestedConfig:
-    cpu_floor: str = "100m"
-    memory_floor: str = "256Mi"
+    cpu_floor: str = settings.quantity("100m")
+    memory_floor: str = settings.quantity("256Mi")
     role_floors: tuple[RoleFloor, ...] = (RoleFloor("dns", memory="64Mi"),)
     cpu_usage_tolerance_percent: float = 10.0
     include_system_critical: bool = False

@@ -1,8 +1,16 @@
 """``kubemedic sim serve|list|run``: the simulator, a Kubernetes API emulator for tests and the
-demo. The simulator is imported when one of these commands runs, never before."""
+demo. The simulator is imported when one of these commands runs, never before.
+
+Every flag is checked before anything is built, and a bad one is exit 2 with one line naming the
+flag and the range it takes: ``--speed`` from 0.01 to 10,000 (times real time), ``--until`` and
+``--event-ttl`` from 0 to 30 days, ``--port`` from 0 to 65535, ``--history`` from 1 to
+10,000,000, ``--clock-start`` from 1970 to 9000, each ``--fault`` by its own type and range
+(rates from 0 to 1, seconds from 0 to 3600) and spelt as the flag spells it (``error-rate``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +18,7 @@ from typing import Annotated
 import typer
 
 from kubemedic.cli import _common
+from kubemedic.model import objects
 from kubemedic.model.durations import DurationError, parse_duration
 
 __all__ = ["register", "sim_app"]
@@ -26,13 +35,91 @@ def register(app: typer.Typer) -> None:
     app.add_typer(sim_app)
 
 
+SPEED = (0.01, 10_000.0)
+"""Slowest and fastest ``--speed`` (times real time)."""
+
+MAX_DURATION = timedelta(days=30)
+"""Longest ``--until`` or ``--event-ttl`` (as a scenario's own durations)."""
+
+_FAULT_SECONDS = 3600.0
+_FAULT_COUNT = 2**31 - 1
+
+
 def _parse_duration(flag: str, text: str) -> timedelta:
-    """A flag's duration (``90s``, ``10m``, ``1h30m``, or bare seconds), read by the one parser;
-    exit 2 naming the flag otherwise."""
+    """A flag's duration (``90s``, ``10m``, ``1h30m``, or bare seconds) from 0 to 30 days, read
+    by the one parser; exit 2 naming the flag otherwise."""
     try:
-        return parse_duration(text, bare_seconds=True)
+        value = parse_duration(text, bare_seconds=True)
     except DurationError as error:
         raise _common._fail(f"{flag}: {error}") from None
+    if value > MAX_DURATION:
+        raise _common._fail(f"{flag}: expected a duration of at most 30d, got {text!r}")
+    return value
+
+
+def _check_speed(speed: float | None) -> None:
+    low, high = SPEED
+    if speed is not None and not (math.isfinite(speed) and low <= speed <= high):
+        raise _common._fail(
+            f"--speed: expected a number from {low:g} to {high:,.0f} (times real time), "
+            f"got {speed:g}"
+        )
+
+
+def _check_whole(flag: str, value: int, *, low: int, high: int, what: str) -> None:
+    if not low <= value <= high:
+        most = f"{high:,}" if high >= 100_000 else str(high)
+        raise _common._fail(f"{flag}: expected {what} from {low} to {most}, got {value}")
+
+
+def _check_clock_start(text: str) -> None:
+    moment = objects.parse_time(text) if text not in ("snapshot", "now") else None
+    if moment is not None and not 1970 <= moment.year < 9000:
+        raise _common._fail(f"--clock-start: expected a time from 1970 to 9000, got {text!r}")
+
+
+def _checked_faults(items: list[str], known: type) -> list[str]:
+    """``--fault NAME=VALUE`` items checked against the fault settings ``known`` (a dataclass):
+    names as the flag spells them (``error-rate``), values of the setting's type and range."""
+    kinds = {
+        item.name.replace("_", "-"): str(item.type)
+        for item in dataclasses.fields(known)
+        if not item.name.startswith("_")
+    }
+    checked = []
+    for item in items:
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not name:
+            example = "NAME=VALUE such as error-rate=0.1"
+            raise _common._fail(f"--fault: expected {example}, got {item[:200]!r}")
+        spelt = name.replace("_", "-")
+        if spelt not in kinds:
+            known_names = ", ".join(sorted(kinds))
+            raise _common._fail(f"--fault: unknown fault {name!r}; known: {known_names}")
+        problem = _fault_problem(spelt, kinds[spelt], value)
+        if problem:
+            raise _common._fail(f"--fault {spelt}: expected {problem}, got {value[:200]!r}")
+        checked.append(f"{spelt}={value}")
+    return checked
+
+
+def _fault_problem(name: str, kind: str, value: str) -> str:
+    """What ``value`` should be for the fault ``name`` of type ``kind`` (``"float"``), or ""
+    when it is that."""
+    if kind == "bool":
+        ok = value.lower() in ("1", "0", "true", "false", "yes", "no", "on", "off")
+        return "" if ok else "true or false"
+    if kind == "int":
+        high = int(_FAULT_SECONDS) if name == "retry-after" else _FAULT_COUNT
+        whole = value.lstrip("+").isdigit() and int(value) <= high
+        return "" if whole else f"a whole number from 0 to {high}"
+    most = 1.0 if name.endswith("-rate") else _FAULT_SECONDS
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    what = "a rate" if name.endswith("-rate") else "a number of seconds"
+    return "" if 0 <= number <= most else f"{what} from 0 to {most:g}"
 
 
 @sim_app.command("serve")
@@ -52,7 +139,9 @@ def sim_serve(
     ] = "1h",
     history: Annotated[
         int,
-        typer.Option(help="Changes kept for watches; older resourceVersions get 410 Gone."),
+        typer.Option(
+            help="Changes kept for watches; older resourceVersions get 410 Gone.",
+        ),
     ] = 100_000,
     speed: Annotated[float, typer.Option(help="Virtual clock speed (x real time).")] = 1.0,
     clock_start: Annotated[
@@ -79,23 +168,26 @@ def sim_serve(
     from kubemedic.snapshot import loading  # noqa: PLC0415
 
     err = _common.err_console()
+    _check_speed(speed)
+    _check_whole("--port", port, low=0, high=65535, what="a port")
+    _check_whole("--history", history, low=1, high=10_000_000, what="a number of changes")
+    _check_clock_start(clock_start)
+    ttl = _parse_duration("--event-ttl", event_ttl)
+    faults = _checked_faults(fault or [], apiserver.Faults)
     try:
         options = apiserver.ServeOptions(
             port=port,
             kubeconfig_out=kubeconfig_out,
             load=load,
-            event_ttl=_parse_duration("--event-ttl", event_ttl),
+            event_ttl=ttl,
             history=history,
             speed=speed,
-            faults=apiserver.parse_assignments(fault or []),
+            faults=apiserver.parse_assignments(faults),
             clock_start=clock_start,
         )
-        if speed <= 0:
-            raise ValueError(f"--speed must be positive, got {speed}")
         server = apiserver.build_served(options)
     except (loading.SnapshotError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise _common._fail(str(exc)) from None
 
     def ready(running: apiserver.ApiServer) -> None:
         err.print(f"kubemedic API emulator listening on {running.url}", highlight=False)
@@ -103,8 +195,7 @@ def sim_serve(
     try:
         asyncio.run(apiserver.serve(server, options, ready=ready))
     except OSError as exc:
-        err.print(f"[red]error:[/red] cannot serve on port {port}: {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise _common._fail(f"--port {port}: cannot serve: {exc.strerror or exc}") from None
 
 
 @sim_app.command("list")
@@ -164,12 +255,10 @@ def sim_run(
     from kubemedic.sim import scenarios  # noqa: PLC0415
 
     err = _common.err_console()
-    if speed is not None and speed <= 0:
-        err.print(f"[red]error:[/red] --speed must be positive, got {speed}", highlight=False)
-        raise typer.Exit(2)
+    _check_speed(speed)
+    _check_whole("--port", port, low=0, high=65535, what="a port")
     if (kubeconfig_out is not None or hold) and not serve:
-        err.print("[red]error:[/red] --kubeconfig-out and --hold need --serve", highlight=False)
-        raise typer.Exit(2)
+        raise _common._fail("--kubeconfig-out and --hold need --serve")
     options = simulating.RunOptions(
         scenario=scenario,
         speed=speed,
@@ -186,8 +275,6 @@ def sim_run(
             options, console=_common.out_console(), err=err, progress=_common.progress(err)
         )
     except scenarios.ScenarioError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise _common._fail(str(exc)) from None
     except OSError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise _common._fail(str(exc)) from None

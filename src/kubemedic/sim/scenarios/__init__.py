@@ -9,7 +9,14 @@ May import: :mod:`kubemedic.sim.cluster`, :mod:`kubemedic.sim.apiserver`,
 """
 
 from kubemedic.sim.scenarios.generating import Layout, generate
-from kubemedic.sim.scenarios.loading import Scenario, ScenarioError, ScenarioInfo, available, load
+from kubemedic.sim.scenarios.loading import (
+    Scenario,
+    ScenarioError,
+    ScenarioInfo,
+    available,
+    check_until,
+    load,
+)
 from kubemedic.sim.scenarios.timeline import Progress, ScenarioRun, start
 
 __all__ = [
@@ -20,6 +27,7 @@ __all__ = [
     "ScenarioInfo",
     "ScenarioRun",
     "available",
+    "check_until",
     "generate",
     "load",
     "start",

@@ -25,12 +25,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from kubemedic.errors import InputError
+from kubemedic.model import documents
 from kubemedic.sim.machinery.apiresources import RESOURCES
 from kubemedic.sim.scenarios.spec import (
+    MAX_FIRINGS,
+    MAX_NODES,
+    MAX_PODS,
     Action,
     Apply,
     Autoscaling,
@@ -68,6 +71,7 @@ __all__ = [
     "ScenarioError",
     "ScenarioInfo",
     "available",
+    "check_until",
     "default_api_version",
     "load",
     "parse",
@@ -93,9 +97,18 @@ class ScenarioError(InputError, ValueError):
         lines = [f"{where}: {what}" if where else what for where, what in problems]
         if len(lines) == 1:
             text = f"{source}: {lines[0]}"
-        else:
-            text = f"{source}: {len(lines)} problems:\n" + "\n".join(f"  {x}" for x in lines)
+        else:  # one line still: the first few, and how many more
+            shown = "; ".join(lines[:_LISTED])
+            more = f"; and {len(lines) - _LISTED} more" if len(lines) > _LISTED else ""
+            text = f"{source}: {len(lines)} problems: {shown}{more}"
         super().__init__(text)
+
+
+_LISTED = 5
+"""Problems a ``ScenarioError`` message lists (``problems`` holds them all)."""
+
+MAX_BYTES = 16 * 1024 * 1024
+"""Largest scenario file read."""
 
 
 @dataclass(frozen=True)
@@ -133,25 +146,30 @@ def load(name_or_path: str | Path) -> Scenario:
     bundled = BUNDLED / f"{name_or_path}.yaml"
     if isinstance(name_or_path, str) and "/" not in name_or_path and bundled.is_file():
         path = bundled
-    if not path.is_file():
+    if not path.is_file():  # a FIFO or a device is not read: it could block for ever
         names = ", ".join(sorted(p.stem for p in BUNDLED.glob("*.yaml")))
-        raise ScenarioError(str(name_or_path), [("", f"no such scenario (bundled: {names})")])
+        what = "not a regular file" if path.exists() else "no such scenario"
+        raise ScenarioError(str(name_or_path), [("", f"{what} (bundled: {names})")])
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(str(path), [("", f"cannot read: {exc}")]) from None
+        if path.stat().st_size > MAX_BYTES:
+            raise ScenarioError(str(path), [("", f"larger than {MAX_BYTES:,} bytes")])
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ScenarioError(str(path), [("", f"cannot read: {exc.strerror or exc}")]) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(str(path), [("", f"byte {exc.start}: not valid UTF-8")]) from None
     return parse(text, source=str(path), default_name=path.stem)
 
 
 def parse(text: str, *, source: str = "<scenario>", default_name: str = "") -> Scenario:
     """Validate scenario YAML. Raises :class:`ScenarioError` naming ``source`` and the fields."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError(source, [(where, f"malformed YAML: {problem}")]) from None
+        data = documents.load_yaml(text, where=source)
+    except documents.DocumentError as exc:  # "<source>: line 3: invalid YAML: ..."
+        message = str(exc).removeprefix(f"{source}: ")
+        found = re.match(r"(line \d+): (.*)", message)
+        where, what = (found[1], found[2]) if found else ("", message)
+        raise ScenarioError(source, [(where, what)]) from None
     if not isinstance(data, dict):
         raise ScenarioError(source, [("", "a scenario is a mapping of keys (name, pools, ...)")])
     try:
@@ -219,7 +237,51 @@ def _describe(error: Mapping[str, Any], data: object) -> tuple[str, str]:
     if kind == "literal_error":
         expected = str(ctx.get("expected", "")).replace("'", "")
         return path, f"{show_value(value)} is not one of: {expected}"
-    return path, f"{error['msg'][0].lower()}{error['msg'][1:]} (got {show_value(value)})"
+    return path, f"expected {_expected(kind, ctx)}, got {_shown_input(value)}"
+
+
+_EXPECTED = {
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "text",
+    "dict": "a mapping",
+    "model": "a mapping",
+    "dataclass": "a mapping",
+    "list": "a list",
+    "tuple": "a list",
+    "datetime": "a time such as 2026-01-01T00:00:00Z",
+    "timezone": "a time with a time zone such as 2026-01-01T00:00:00Z",
+}
+
+
+def _expected(kind: str, ctx: Mapping[str, Any]) -> str:
+    """What a pydantic error type says was expected, in the file's terms (never its sentence)."""
+    if kind == "string_pattern_mismatch":
+        return "lowercase letters, digits and '-' (a DNS label)"
+    if kind == "string_too_long":
+        return f"at most {ctx.get('max_length')} characters"
+    if kind == "string_too_short":
+        return "a non-empty text"
+    if kind == "too_short":
+        return f"at least {ctx.get('min_length')} item(s)"
+    if kind == "too_long":
+        return f"at most {ctx.get('max_length')} item(s)"
+    for bound, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+        if bound in ctx:
+            return f"a number {sign} {ctx[bound]}"
+    for prefix, words in _EXPECTED.items():
+        if kind.startswith(prefix):
+            return words
+    return "a valid value"
+
+
+def _shown_input(value: object) -> str:
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return show_value(value)
 
 
 def _path(loc: tuple[Any, ...], data: object) -> str:
@@ -293,6 +355,86 @@ def _check(scenario: Scenario) -> Iterator[tuple[str, str]]:
                     yield f"{where}.nodes.selector", str(exc)
         if action.repeat is not None and action.repeat.every <= 0:
             yield f"{where}.repeat.every", "must be positive"
+        elif _firings(scenario, action) > MAX_FIRINGS:
+            yield f"{where}.repeat", f"fires more than {MAX_FIRINGS:,} times"
+    yield from _check_size(scenario)
+
+
+def _firings(scenario: Scenario, action: Any) -> int:
+    """How often ``action`` fires (as the timeline schedules it)."""
+    repeat = action.repeat
+    if repeat is None:
+        return 1
+    if repeat.times is not None:
+        return int(repeat.times)
+    last = repeat.until if repeat.until is not None else scenario.duration
+    return max(1, int((last - action.at) // repeat.every) + 1)
+
+
+MAX_STEPS = 10_000_000
+"""Most engine steps a scenario may take (its duration over its resolution)."""
+
+
+def check_until(scenario: Scenario, until: timedelta) -> None:
+    """Refuse to play ``scenario`` for ``until`` (``sim run --until``) when that is more than
+    ``MAX_STEPS`` steps of its resolution; ``ScenarioError`` naming the flag."""
+    steps = until.total_seconds() / scenario.cluster.resolution
+    if steps > MAX_STEPS:
+        problem = f"{steps:,.0f} steps of cluster.resolution; at most {MAX_STEPS:,}"
+        raise ScenarioError(scenario.source or scenario.name, [("--until", problem)])
+
+
+def _check_size(scenario: Scenario) -> Iterator[tuple[str, str]]:
+    """Refuse a scenario that would build or run without end: more nodes, pods or steps than the
+    limits, counted from the file before anything is built."""
+    steps = scenario.duration / scenario.cluster.resolution
+    if steps > MAX_STEPS:
+        yield (
+            "duration",
+            f"{steps:,.0f} steps of cluster.resolution; at most {MAX_STEPS:,} "
+            "(a longer resolution or a shorter duration)",
+        )
+    nodes = {pool.name: pool.count for pool in scenario.pools}
+    for action in scenario.timeline:
+        if isinstance(action, ScalePool) and action.pool in nodes:
+            if action.replicas is not None:
+                nodes[action.pool] = max(nodes[action.pool], action.replicas)
+            if action.add is not None:
+                nodes[action.pool] += action.add * _firings(scenario, action)
+    most = sum(nodes.values())
+    if most > MAX_NODES:
+        yield "pools", f"up to {most:,} nodes; at most {MAX_NODES:,}"
+    manifests = [m for group in scenario.objects for m in group.manifests]
+    for action in scenario.timeline:
+        if isinstance(action, Apply | Create):
+            manifests.extend(action.manifests * _firings(scenario, action))
+    daemonsets = sum(1 for m in manifests if m.get("kind") == "DaemonSet")
+    pods = daemonsets * most + sum(_replicas(m) for m in manifests)
+    for i, action in enumerate(scenario.timeline):
+        if isinstance(action, Patch | Edit):
+            asked = _replicas(action.patch)
+            if asked > MAX_PODS:
+                yield f"timeline[{i}].patch", f"{asked:,} replicas; at most {MAX_PODS:,}"
+            pods += asked
+    if pods > MAX_PODS:
+        yield "objects", f"up to {pods:,} pods; at most {MAX_PODS:,}"
+
+
+def _replicas(value: object) -> int:
+    """Pods a manifest (or patch) asks for: every ``replicas``, ``parallelism`` or
+    ``completions`` it holds (a wrong-typed one is left to the API server to refuse)."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            for key, inner in item.items():
+                if key in ("replicas", "parallelism", "completions") and isinstance(inner, int):
+                    total += max(0, inner)
+                elif isinstance(inner, Mapping | list):
+                    stack.append(inner)
+        elif isinstance(item, list):
+            stack.extend(inner for inner in item if isinstance(inner, Mapping | list))
+    return total
 
 
 def _names(names: set[str]) -> str:
@@ -322,21 +464,33 @@ def _check_manifest(manifest: Manifest, where: str) -> Iterator[tuple[str, str]]
         where = f"{where}.spec.template"
     if isinstance(pod_spec, dict):
         for field in ("containers", "initContainers"):
-            for k, c in enumerate(pod_spec.get(field) or []):
+            listed = pod_spec.get(field) or []
+            if not isinstance(listed, list):
+                yield f"{where}.spec.{field}", f"expected a list, got {_shown_input(listed)}"
+                continue
+            for k, c in enumerate(listed):
                 resources = c.get("resources") if isinstance(c, dict) else None
                 if not isinstance(resources, dict):
                     continue
                 for part in ("requests", "limits"):
-                    for name, value in (resources.get(part) or {}).items():
-                        path = f"{where}.spec.{field}[{k}].resources.{part}.{name}"
+                    path = f"{where}.spec.{field}[{k}].resources.{part}"
+                    amounts = resources.get(part) or {}
+                    if not isinstance(amounts, dict):
+                        yield path, f"expected a mapping, got {_shown_input(amounts)}"
+                        continue
+                    for name, value in amounts.items():
                         try:
                             checked_quantity(value)
                         except ValueError as exc:
-                            yield path, str(exc)
+                            yield f"{path}.{name}", str(exc)
 
 
 def _check_usage(meta: Mapping[str, Any], where: str) -> Iterator[tuple[str, str]]:
-    for key, value in (meta.get("annotations") or {}).items():
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        yield f"{where}.annotations", f"expected a mapping, got {_shown_input(annotations)}"
+        return
+    for key, value in annotations.items():
         if not str(key).startswith(USAGE_PREFIX):
             continue
         path = f'{where}.annotations["{key}"]'

@@ -50,9 +50,15 @@ Format (keys are camelCase, as in Kubernetes manifests; unknown keys are errors)
         note: the engineer pins the pod to one node   # shown as the last action in progress
         repeat: {every: 10m, times: 3}                # optional, any action
 
-Durations are ``90s``, ``5m``, ``1h30m``, ``1.5h``, ``500ms`` or a number of seconds; a range
-``[30s, 3m]`` picks a value per node from the simulation's seeded random source. Quantities are
-Kubernetes quantities (``800Mi``, ``100m``, ``8``).
+Durations are ``90s``, ``5m``, ``1h30m``, ``1.5h``, ``500ms`` or a number of seconds, from 0 to
+30 days; a range ``[30s, 3m]`` picks a value per node from the simulation's seeded random source.
+Quantities are Kubernetes quantities (``800Mi``, ``100m``, ``8``).
+
+Limits, so that a typo is refused when the file is read rather than building a cluster that never
+finishes: at most 100,000 nodes at any time (pools, ``scale-pool`` and what its repeats add),
+2,000,000 pods asked for (workload replicas, and each DaemonSet on every node), 1,000,000
+firings of one action (``repeat``), 10,000,000 engine steps (``duration`` over
+``cluster.resolution``, which is from 10ms to 1h).
 
 Actions (``action:``):
 
@@ -106,6 +112,10 @@ from kubemedic.sim.machinery import managers
 from kubemedic.sim.machinery.apiresources import RESOURCES
 
 __all__ = [
+    "MAX_FIRINGS",
+    "MAX_NODES",
+    "MAX_PODS",
+    "MAX_SECONDS",
     "Action",
     "Apply",
     "Autoscaling",
@@ -143,14 +153,62 @@ __all__ = [
 # durations and quantities --------------------------------------------------------------------
 
 
+MAX_NODES = 100_000
+"""Most nodes a scenario may have at once (its pools, and what its timeline adds)."""
+
+MAX_PODS = 2_000_000
+"""Most pods a scenario's workloads may ask for (replicas, and DaemonSets on every node)."""
+
+MAX_SECONDS = 30 * 86400
+"""Longest duration a scenario takes anywhere (its length, a time, a TTL, a range): 30 days."""
+
+MAX_FIRINGS = 1_000_000
+"""Most times one timeline action may fire (``repeat``)."""
+
+RESOLUTION = (0.01, 3600.0)
+"""Shortest and longest engine step (``cluster.resolution``), in seconds."""
+
+
 def parse_duration(value: object) -> float:
     """Seconds in ``value``: a number of seconds or a Go duration such as ``90s``, ``1h30m``,
     ``1.5m``, ``500ms``, ``2d``, read by the one duration parser
-    (:func:`kubemedic.model.durations.parse_seconds`). Raises ValueError in a scenario's words."""
+    (:func:`kubemedic.model.durations.parse_seconds`), from 0 to 30 days. Raises ValueError in a
+    scenario's words."""
     try:
-        return parse_seconds(value, bare_seconds=True)
+        seconds = parse_seconds(value, bare_seconds=True)
     except DurationError:
-        raise ValueError(f"{show_value(value)} is not a duration (e.g. 90s, 5m, 1h30m)") from None
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_SECONDS:
+        raise ValueError(
+            f"{show_value(value)} is not a duration from 0s to 30d (e.g. 90s, 5m, 1h30m)"
+        )
+    return seconds
+
+
+def _resolution(value: object) -> float:
+    seconds = parse_duration(value)
+    low, high = RESOLUTION
+    if not low <= seconds <= high:
+        raise ValueError(f"expected a duration from 10ms to 1h, got {show_value(value)}")
+    return seconds
+
+
+def _whole(low: int, high: int) -> BeforeValidator:
+    """A whole number from ``low`` to ``high``; ValueError naming the range otherwise."""
+
+    def check(value: object) -> int:
+        number: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, float) and value.is_integer():
+            number = int(value)
+        if number is None or not low <= number <= high:
+            raise ValueError(
+                f"expected a whole number from {low:,} to {high:,}, got {show_value(value)}"
+            )
+        return number
+
+    return BeforeValidator(check)
 
 
 def _duration_range(value: object) -> tuple[float, float]:
@@ -174,15 +232,23 @@ def checked_quantity(value: object) -> str:
 
 
 def show_value(value: object) -> str:
+    """``value`` as a message echoes it (JSON), at most 200 characters."""
     try:
-        return json.dumps(value)
+        text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
-        return repr(value)
+        text = repr(value)
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
+
+
+_SHOWN = 200
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 DurationRange = Annotated[tuple[float, float], BeforeValidator(_duration_range)]
 QuantityText = Annotated[str, BeforeValidator(checked_quantity)]
+Resolution = Annotated[float, BeforeValidator(_resolution)]
+NodeCount = Annotated[int, _whole(0, MAX_NODES)]
+Replicas = Annotated[int, _whole(0, MAX_PODS)]
 Manifest = dict[str, Any]
 
 
@@ -223,13 +289,13 @@ class StartupTaint(Taint):
 
 
 class Autoscaling(_Model):
-    min: int = Field(ge=0)
-    max: int = Field(ge=0)
+    min: NodeCount
+    max: NodeCount
 
 
 class NodePool(_Model):
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
-    count: int = Field(ge=0)
+    count: NodeCount
     name_prefix: str | None = None
     provider: Literal["nodes", "clusterapi"] = "nodes"
     capacity: dict[str, QuantityText]
@@ -258,7 +324,7 @@ class NodePool(_Model):
 
 class ClusterSettings(_Model):
     event_ttl: Duration = Field(default=3600.0, alias="eventTTL")
-    resolution: Duration = 1.0
+    resolution: Resolution = 1.0
     name: str = "sim"
     namespace: str = "default"
 
@@ -271,7 +337,7 @@ class ObjectGroup(_Model):
 
 class Repeat(_Model):
     every: Duration
-    times: int | None = Field(default=None, ge=1)
+    times: Annotated[int, _whole(1, MAX_FIRINGS)] | None = None
     until: Duration | None = None
 
 
@@ -288,7 +354,7 @@ class NodeSelection(_Model):
     zone: str | None = None
     selector: dict[str, str] | str | None = None
     fraction: float | None = Field(default=None, gt=0, le=1)
-    count: int | None = Field(default=None, ge=1)
+    count: Annotated[int, _whole(1, MAX_NODES)] | None = None
     all: bool = False
 
 
@@ -330,7 +396,7 @@ class Edit(_Action):
 class Delete(_Action):
     action: Literal["delete"]
     target: Target
-    grace_period_seconds: int | None = Field(default=None, ge=0)
+    grace_period_seconds: Annotated[int, _whole(0, MAX_SECONDS)] | None = None
     propagation_policy: Literal["Foreground", "Background", "Orphan"] | None = None
     manager: str = managers.KUBECTL
 
@@ -362,8 +428,8 @@ class Reboot(_Action):
 class ScalePool(_Action):
     action: Literal["scale-pool"]
     pool: str
-    replicas: int | None = Field(default=None, ge=0)
-    add: int | None = Field(default=None, ge=1)
+    replicas: NodeCount | None = None
+    add: Annotated[int, _whole(1, MAX_NODES)] | None = None
     over: Duration = 0.0
     manager: str = managers.CLUSTER_AUTOSCALER
 
@@ -391,7 +457,7 @@ class Scenario(_Model):
 
     name: str = ""
     description: str = ""
-    seed: int = 0
+    seed: Annotated[int, _whole(-(2**63), 2**63 - 1)] = 0
     start: datetime | None = None
     duration: Duration = 1800.0
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)

@@ -49,6 +49,8 @@ class RunOptions:
     port: int = 0
     kubeconfig_out: Path | None = None
     snapshot_out: Path | None = None
+    #: Replace an output path that is a link or special file (never a directory).
+    force: bool = False
     hold: bool = False
     #: Overrides the scenario's own seed when given.
     seed: int | None = None
@@ -103,7 +105,7 @@ def run_scenario(
         highlight=False,
     )
     if options.snapshot_out is not None:
-        items = apiserver.write_snapshot(options.snapshot_out, run.sim.server)
+        items = apiserver.write_snapshot(options.snapshot_out, run.sim.server, force=options.force)
         console.print(
             f"snapshot: {items} objects written to {options.snapshot_out}", highlight=False
         )
@@ -128,7 +130,9 @@ async def _run_paced(
         # The simulation runs the server's control loops on its own passes.
         port = await server.start(port=options.port, tick=False)
         if options.kubeconfig_out is not None:
-            apiserver.write_kubeconfig(options.kubeconfig_out, f"http://127.0.0.1:{port}")
+            apiserver.write_kubeconfig(
+                options.kubeconfig_out, f"http://127.0.0.1:{port}", force=options.force
+            )
         err.print(f"serving the cluster's API on {server.url}", highlight=False)
     try:
         await run.run_paced(speed=speed, stop=stop, on_step=on_step)

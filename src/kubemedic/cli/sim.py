@@ -20,6 +20,7 @@ import typer
 from kubemedic.cli import _common
 from kubemedic.model import objects
 from kubemedic.model.durations import DurationError, parse_duration
+from kubemedic.output import files
 
 __all__ = ["register", "sim_app"]
 
@@ -160,6 +161,14 @@ def sim_serve(
             "watch-drop-after=100, watch-stall=true, latency=0.2 (repeatable).",
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace an output path that is a symbolic link, named pipe, socket or device "
+            "(never a directory); without it such a path is refused.",
+        ),
+    ] = False,
 ) -> None:
     """Run the Kubernetes API emulator until interrupted."""
     import asyncio  # noqa: PLC0415
@@ -174,10 +183,13 @@ def sim_serve(
     _check_clock_start(clock_start)
     ttl = _parse_duration("--event-ttl", event_ttl)
     faults = _checked_faults(fault or [], apiserver.Faults)
+    if kubeconfig_out is not None:
+        files.check_target(kubeconfig_out, flag="--kubeconfig-out", force=force)
     try:
         options = apiserver.ServeOptions(
             port=port,
             kubeconfig_out=kubeconfig_out,
+            force=force,
             load=load,
             event_ttl=ttl,
             history=history,
@@ -249,6 +261,14 @@ def sim_run(
         int | None,
         typer.Option(help="Seed for the simulation's randomness (default: the scenario's)."),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace an output path that is a symbolic link, named pipe, socket or device "
+            "(never a directory); without it such a path is refused.",
+        ),
+    ] = False,
 ) -> None:
     """Run a scenario on the simulated cluster."""
     from kubemedic import simulating  # noqa: PLC0415
@@ -259,6 +279,11 @@ def sim_run(
     _check_whole("--port", port, low=0, high=65535, what="a port")
     if (kubeconfig_out is not None or hold) and not serve:
         raise _common._fail("--kubeconfig-out and --hold need --serve")
+    # Refused before the run, not after a minute of it.
+    if kubeconfig_out is not None:
+        files.check_target(kubeconfig_out, flag="--kubeconfig-out", force=force)
+    if snapshot_out is not None:
+        files.check_target(snapshot_out, flag="--snapshot-out", force=force)
     options = simulating.RunOptions(
         scenario=scenario,
         speed=speed,
@@ -267,6 +292,7 @@ def sim_run(
         port=port,
         kubeconfig_out=kubeconfig_out,
         snapshot_out=snapshot_out,
+        force=force,
         hold=hold,
         seed=seed,
     )

@@ -34,6 +34,8 @@ from kubemedic.snapshot import loading
 class ServeOptions:
     port: int = 0
     kubeconfig_out: Path | None = None
+    #: Replace a ``kubeconfig_out`` that is a link or special file (never a directory).
+    force: bool = False
     load: Path | None = None
     event_ttl: timedelta = timedelta(hours=1)
     history: int = 100_000
@@ -100,7 +102,9 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
     try:
         if options.kubeconfig_out is not None:
-            write_kubeconfig(options.kubeconfig_out, f"http://127.0.0.1:{port}")
+            write_kubeconfig(
+                options.kubeconfig_out, f"http://127.0.0.1:{port}", force=options.force
+            )
         if ready is not None:
             ready(server)
         await stop.wait()

@@ -34,6 +34,7 @@ import base64
 import binascii
 import os
 import ssl
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,13 +43,14 @@ from typing import Any
 import httpx2
 import lightkube
 import msgspec
-import yaml
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.config.models import Cluster, Context, User
 from lightkube.core.exceptions import ConfigError
 
 from kubemedic.errors import InputError
+from kubemedic.kube import credentials
 from kubemedic.kube.api import Api, ApiError, ConnectionLost, Unauthorized
+from kubemedic.model import documents
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -65,6 +67,7 @@ IN_CLUSTER = "in-cluster"
 _EXEC_VERSIONS = ("client.authentication.k8s.io/v1alpha1", "client.authentication.k8s.io/v1beta1")
 _CLUSTER_PATHS = ("certificate-authority",)
 _USER_PATHS = ("client-certificate", "client-key", "tokenFile")
+MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
 
 
 class KubeAccessError(InputError):
@@ -148,7 +151,12 @@ def connect(resolved: Resolved, *, timeout: float = 10.0) -> Api:
             f"context {resolved.context!r} (from {resolved.source}): cannot set up TLS for "
             f"{resolved.server}: {error}"
         ) from None
-    return Api(client, cluster=resolved.cluster)
+    api = Api(client, cluster=resolved.cluster)
+    exec_ = resolved.config.user.exec if resolved.config.user is not None else None
+    if exec_ is not None:
+        # lightkube's own runner ends a missing or misbehaving plugin in a traceback.
+        api.use_auth(credentials.ExecCredentials(exec_, user=resolved.user, source=resolved.source))
+    return api
 
 
 async def probe(api: Api, resolved: Resolved, *, timeout: float = 10.0) -> dict[str, Any]:
@@ -163,6 +171,8 @@ async def probe(api: Api, resolved: Resolved, *, timeout: float = 10.0) -> dict[
         ) from None
     except ConfigError as error:  # an exec credential plugin failed
         raise KubeAccessError(f"{where}: cannot get credentials: {error}") from None
+    except credentials.CredentialError as error:
+        raise KubeAccessError(f"cannot get credentials for {where}: {error}") from None
     except Unauthorized as error:
         raise KubeAccessError(
             f"the API server {resolved.server} rejected the credentials of user "
@@ -205,19 +215,26 @@ def _files(kubeconfig: Path | None, *, env: Mapping[str, str], home: Path | None
 
 
 def _read(file: Path) -> dict[str, Any]:
+    if not file.is_file():
+        kind = "a directory" if file.is_dir() else "not a regular file"
+        raise KubeAccessError(f"{file}: cannot read a kubeconfig: it is {kind}")
     try:
+        if file.stat().st_size > MAX_KUBECONFIG_BYTES:
+            raise KubeAccessError(
+                f"{file}: {file.stat().st_size} bytes: a kubeconfig of at most "
+                f"{MAX_KUBECONFIG_BYTES // (1024 * 1024)} MiB was expected"
+            )
         text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise KubeAccessError(f"{file}: cannot read: {error}") from None
+    except UnicodeDecodeError as error:
+        raise KubeAccessError(
+            f"{file}: not UTF-8 text (byte {error.start}): expected a YAML kubeconfig"
+        ) from None
+    except OSError as error:
+        raise KubeAccessError(f"{file}: cannot read: {error.strerror or error}") from None
     try:
-        document = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = error.problem or error.context or "malformed"
-        raise KubeAccessError(f"{file}: {where}invalid YAML: {problem}") from None
-    except yaml.YAMLError as error:
-        raise KubeAccessError(f"{file}: invalid YAML: {error}") from None
+        document = documents.load_yaml(text, where=str(file))
+    except documents.DocumentError as error:
+        raise KubeAccessError(f"{error} (expected a YAML kubeconfig)") from None
     if document is None:
         return {}  # an empty file is an empty configuration, as for kubectl
     if not isinstance(document, dict):
@@ -356,7 +373,8 @@ def _cluster(entry: _Entry) -> Cluster:
         server = f"https://{server}"  # client-go's DefaultServerURL: TLS unless told otherwise
     scheme = server.split("://", 1)[0].lower()
     if scheme not in ("http", "https"):
-        raise KubeAccessError(f"{where}: server {server}: expected an http or https URL")
+        raise KubeAccessError(f"{where}: server {_shown(server)}: expected an http or https URL")
+    _check_server(server, where=where)
     try:
         cluster = msgspec.convert({**entry.body, "server": server}, Cluster)
     except msgspec.ValidationError as error:
@@ -394,6 +412,29 @@ def _user(entry: _Entry) -> User:
             f"{', '.join(_EXEC_VERSIONS)}"
         )
     return user
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _check_server(server: str, *, where: str) -> None:
+    """``https://HOST[:PORT][/PATH]`` with a host and a port from 1 to 65535."""
+    expected = "expected https://HOST:PORT (a port from 1 to 65535)"
+    try:
+        parts = urllib.parse.urlsplit(server)
+        port = parts.port
+    except ValueError as error:
+        problem = "the port is not a number from 1 to 65535" if "ort" in str(error) else ""
+        raise KubeAccessError(
+            f"{where}: server {_shown(server)}: {problem or 'not a URL'}; {expected}"
+        ) from None
+    if not parts.hostname:
+        raise KubeAccessError(f"{where}: server {_shown(server)}: names no host; {expected}")
+    if port is not None and not 1 <= port <= 65535:
+        raise KubeAccessError(f"{where}: server {_shown(server)}: port {port}: {expected}")
+    if parts.query or parts.fragment or any(c.isspace() for c in server):
+        raise KubeAccessError(f"{where}: server {_shown(server)}: {expected}")
 
 
 def _check_file(path: str | None, *, where: str, field_name: str) -> None:

@@ -240,7 +240,7 @@ def _read(file: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise KubeAccessError(
             f"{file}: not a kubeconfig: expected a mapping with clusters, users and contexts, "
-            f"found a {type(document).__name__}"
+            f"found {_a(document)}"
         )
     return document
 
@@ -273,12 +273,12 @@ def _named(document: dict[str, Any], *, file: Path, key: str, inner: str) -> lis
     if items is None:
         return []
     if not isinstance(items, list):
-        raise KubeAccessError(f"{file}: {key}: expected a list, found a {type(items).__name__}")
+        raise KubeAccessError(f"{file}: {key}: expected a list, found {_a(items)}")
     entries = []
     for index, item in enumerate(items):
         where = f"{file}: {key}[{index}]"
         if not isinstance(item, dict):
-            raise KubeAccessError(f"{where}: expected a mapping, found a {type(item).__name__}")
+            raise KubeAccessError(f"{where}: expected a mapping, found {_a(item)}")
         name = item.get("name")
         if not isinstance(name, str) or not name:
             raise KubeAccessError(f"{where}: no name")
@@ -287,7 +287,7 @@ def _named(document: dict[str, Any], *, file: Path, key: str, inner: str) -> lis
             body = {}
         if not isinstance(body, dict):
             raise KubeAccessError(
-                f"{where} ({name}): {inner}: expected a mapping, found a {type(body).__name__}"
+                f"{where} ({name}): {inner}: expected a mapping, found {_a(body)}"
             )
         entries.append(_Entry(name, dict(body), file))
     return entries
@@ -412,6 +412,16 @@ def _user(entry: _Entry) -> User:
             f"{', '.join(_EXEC_VERSIONS)}"
         )
     return user
+
+
+def _a(value: object) -> str:
+    """What a YAML value is, in the user's words: ``a list``, ``a string``, ``a number``."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    names = {str: "a string", list: "a list", dict: "a mapping"}
+    return names.get(type(value), "a value of another kind")
 
 
 def _shown(text: str) -> str:

@@ -114,7 +114,7 @@ class ExecCredentials(httpx2.Auth):
         expected = 'expected an ExecCredential with status.token ({"kind": "ExecCredential", ...})'
         if not isinstance(credential, dict) or credential.get("kind") != "ExecCredential":
             found = (
-                f"kind {_shown(str(credential.get('kind')))}"
+                f"kind {_shown(str(credential.get('kind')))!r}"
                 if isinstance(credential, dict)
                 else f"a JSON {_json_type(credential)}"
             )

@@ -11,7 +11,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -168,9 +168,9 @@ def test_run_against_a_server_that_refuses_connections_exits_2_at_start(
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    answers: dict[str, tuple[int, Any]] = {}
+    answers: ClassVar[dict[str, tuple[int, Any]]] = {}
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         status, body = self.answers.get(path, (200, _list()))
         data = json.dumps(body).encode() if body is not None else b""

@@ -420,8 +420,11 @@ def _a(value: object) -> str:
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
-    names = {str: "a string", list: "a list", dict: "a mapping"}
-    return names.get(type(value), "a value of another kind")
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping" if isinstance(value, dict) else "a value of another kind"
 
 
 def _shown(text: str) -> str:

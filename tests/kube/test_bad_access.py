@@ -92,7 +92,7 @@ def test_a_bad_server_url_is_named(
         ("- just\n- a list\n", "not a kubeconfig"),
         (
             "42\n",
-            "not a kubeconfig: expected a mapping with clusters, users and contexts, found a number",
+            "expected a mapping with clusters, users and contexts, found a number",
         ),
     ],
 )

@@ -239,6 +239,8 @@ class Archive:
                 _check_schema(connection, self.url, pages=check_pages and self.dialect == "sqlite")
         except exc.DBAPIError as error:
             raise ArchiveError(describe(error, self.url)) from None
+        except UnicodeDecodeError:  # SQLite's message quoting a damaged schema
+            raise ArchiveError(_undecodable(self.url)) from None
 
     @contextlib.contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Connection]:
@@ -262,6 +264,8 @@ class Archive:
             yield
         except exc.DBAPIError as error:
             raise ArchiveError(describe(error, self.url)) from None
+        except UnicodeDecodeError:  # SQLite's message quoting a damaged schema
+            raise ArchiveError(_undecodable(self.url)) from None
         except RowError as error:
             raise ArchiveError(f"the archive {self.url}: {error}") from None
 
@@ -444,6 +448,14 @@ def describe(error: exc.DBAPIError, shown: str) -> str:
     return f"cannot use the archive {shown}: {detail}"
 
 
+def _undecodable(shown: str) -> str:
+    return (
+        f"the archive {shown} is damaged: its schema or a message about it is not UTF-8 "
+        "(kubemedic changed nothing in it; restore a copy, or recover what is readable with "
+        "`sqlite3 FILE .recover`)"
+    )
+
+
 def _check_schema(connection: Connection, shown: str, *, pages: bool) -> None:
     """The tables and columns this version reads and writes are all there: a table dropped or
     altered by hand is named now, rather than failing half-way through a command (or a write).
@@ -468,10 +480,11 @@ def _check_schema(connection: Connection, shown: str, *, pages: bool) -> None:
 
 
 def _check_sqlite_pages(connection: Connection, shown: str) -> None:
-    problems = [str(row[0]) for row in connection.exec_driver_sql("PRAGMA quick_check(3)")]
-    if problems and problems != ["ok"]:
+    found = [str(row[0]) for row in connection.exec_driver_sql("PRAGMA quick_check(3)")]
+    if found and found != ["ok"]:
+        said = " ".join(" ".join(found).replace("*** in database main ***", "").split())
         raise ArchiveError(
-            f"the archive {shown} is damaged: {shown_text('; '.join(problems))} (kubemedic "
+            f"the archive {shown} is damaged: {shown_text(said)} (kubemedic "
             "changed nothing in it; restore a copy, or recover what is readable with "
             "`sqlite3 FILE .recover`)"
         )

@@ -43,6 +43,7 @@ from typing import Any
 import httpx2
 import lightkube
 import msgspec
+import yaml
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.config.models import Cluster, Context, User
 from lightkube.core.exceptions import ConfigError
@@ -235,6 +236,11 @@ def _read(file: Path) -> dict[str, Any]:
         document = documents.load_yaml(text, where=str(file))
     except documents.DocumentError as error:
         raise KubeAccessError(f"{error} (expected a YAML kubeconfig)") from None
+    except yaml.YAMLError as error:  # the reader's own errors (a NUL, a control character)
+        said = " ".join(str(error).split())[:200]
+        raise KubeAccessError(
+            f"{file}: invalid YAML: {said} (expected a YAML kubeconfig)"
+        ) from None
     if document is None:
         return {}  # an empty file is an empty configuration, as for kubectl
     if not isinstance(document, dict):

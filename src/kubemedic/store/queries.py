@@ -214,6 +214,10 @@ def _event_filters(q: EventQuery) -> list[ColumnElement[bool]]:
     return found
 
 
+_SECONDS = (float, int, type(None))
+"""What a time column may hold (checked in full by ``checking`` when it holds anything else)."""
+
+
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start : start + _CHUNK]
@@ -233,11 +237,11 @@ def _counts(engine: Engine, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, 
                     .where(c.cluster == cluster, c.uid.in_(chunk))
                     .order_by(c.uid, c.count)
                 )
-                for row in connection.execute(query).mappings():
-                    checking.check("event_counts", {"cluster": cluster, **row})
-                    found[(cluster, row["uid"])].append(
-                        CountSeen(row["count"], _when(row["last_seen"]))
-                    )
+                for uid, count, last_seen in connection.execute(query):
+                    if type(count) is not int or type(last_seen) not in _SECONDS:
+                        row = {"cluster": cluster, "uid": uid, "count": count}
+                        checking.check("event_counts", {**row, "last_seen": last_seen})
+                    found[(cluster, uid)].append(CountSeen(count, _when(last_seen)))
     return found
 
 

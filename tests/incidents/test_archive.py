@@ -117,7 +117,10 @@ def test_cluster_and_time_filters_choose_the_episodes(engine: sa.Engine) -> None
 def test_a_row_that_cannot_be_read_is_named(engine: sa.Engine) -> None:
     with engine.begin() as connection:
         archived.insert_findings(connection, [b.hog(b.T0)], evidence="{not json")
-    with pytest.raises(archive.ArchiveDataError, match=r"findings row 1: evidence is not JSON"):
+    with pytest.raises(
+        archive.ArchiveDataError,
+        match=r"table findings, row 1: column evidence: expected a JSON object",
+    ):
         archive.load(engine)
 
 

@@ -110,7 +110,7 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_directory_in_place_of_the_file_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ArchiveError, match="is not a file"):
+    with pytest.raises(ArchiveError, match="is a directory, not a file"):
         Archive.open(str(tmp_path))
 
 

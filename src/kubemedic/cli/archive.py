@@ -16,9 +16,10 @@ reads as it did when it was recorded.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -66,6 +67,9 @@ UntilOption = Annotated[
 ]
 OutputOption = Annotated[OutputFormat, typer.Option("--output", "-o")]
 
+CHECK_PAGES_MAX = 128 * 1024 * 1024
+"""A SQLite archive up to this size is checked whole for damage before a query (~0.25 s)."""
+
 
 # -- flags ------------------------------------------------------------------------------------
 
@@ -101,6 +105,25 @@ def _moment(flag: str, text: str | None) -> Moment:
     return when
 
 
+LimitOption = Annotated[
+    str | None,
+    typer.Option("--limit", metavar="N", help="Only the newest N (still listed oldest first)."),
+]
+_MAX_LIMIT = 2**62
+
+
+def _limit(text: str | None) -> int | None:
+    """``--limit N``: a whole number of 1 or more (a larger one than the archive holds is
+    all of it)."""
+    if text is None:
+        return None
+    value = text.strip()
+    if not value.isdigit() or int(value) < 1:
+        shown = text if len(text) <= 200 else text[:200] + "…"
+        raise _fail(f"--limit {shown!r}: expected a whole number of 1 or more")
+    return min(int(value), _MAX_LIMIT) if len(value) < 30 else _MAX_LIMIT
+
+
 def _at(moment: Moment, now: datetime) -> datetime | None:
     if not isinstance(moment, timedelta):
         return moment
@@ -124,17 +147,20 @@ def _window(
 # -- the archive ------------------------------------------------------------------------------
 
 
-def _open(db: str | None) -> Archive:
+@contextlib.contextmanager
+def _open(db: str | None) -> Iterator[Archive]:
     """The archive ``--db`` names, never creating one: a missing SQLite file or a database
-    without kubemedic's tables is an error telling how to make one."""
+    without kubemedic's tables is an error telling how to make one. Inside, anything wrong with
+    the archive (a damaged page, a missing table, a row holding a value of the wrong type, a
+    server that stopped answering) ends the command with exit 2 naming the archive."""
     from sqlalchemy.engine import make_url  # noqa: PLC0415 - the database stack loads on use
 
-    from kubemedic.store.db import Archive, ArchiveError, database_url  # noqa: PLC0415
+    from kubemedic.store.db import Archive, ArchiveError, NoArchive, database_url  # noqa: PLC0415
 
     try:
         url = database_url(db)
     except ArchiveError as error:
-        raise _fail(f"--db {error}") from None
+        raise _fail(f"--db: {error}") from None
     parsed = make_url(url)
     shown = parsed.render_as_string(hide_password=True)
     if parsed.drivername == "sqlite":
@@ -142,31 +168,37 @@ def _open(db: str | None) -> Archive:
         if database not in ("", ":memory:") and not database.startswith("file:"):
             path = Path(database)
             shown = str(path)
+            if path.is_dir():
+                raise _fail(f"--db {shown}: is a directory, not an archive file")
             # An empty file is no archive either (and opening it would turn it into one).
-            if not path.is_file() or path.stat().st_size == 0:
+            if not path.exists() or (path.is_file() and path.stat().st_size == 0):
                 raise _fail(f"no archive at {shown}: run `kubemedic run` first")
+            if not path.is_file():
+                raise _fail(f"--db {shown}: not a regular file")
+    # A small archive is read whole for damage first (quick_check, ~2 ms per MB); a large one
+    # is checked page by page as the query reads it, so a question about the last hour of a
+    # year's archive stays quick.
+    check_pages = parsed.drivername == "sqlite" and _size(parsed.database) <= CHECK_PAGES_MAX
     try:
-        return Archive.open(url, migrate=False)
+        archive = Archive.open(url, migrate=False, check_pages=check_pages)
+    except NoArchive:
+        raise _fail(f"no archive at {shown}: run `kubemedic run` first") from None
     except ArchiveError as error:
-        if _empty_database(url):
-            raise _fail(f"no archive at {shown}: run `kubemedic run` first") from None
         raise _fail(str(error)) from None
-
-
-def _empty_database(url: str) -> bool:
-    """Whether the database at ``url`` answers but holds none of kubemedic's tables (a new
-    PostgreSQL database, an empty SQLite file), as opposed to an unreachable server, a file
-    that is not a database, or an archive of another schema version."""
-    import sqlalchemy as sa  # noqa: PLC0415
-
-    engine = sa.create_engine(url, poolclass=sa.NullPool)
     try:
-        with engine.connect() as connection:
-            return not sa.inspect(connection).has_table("events")
-    except sa.exc.SQLAlchemyError:
-        return False
+        with archive.failures():
+            yield archive
+    except ArchiveError as error:  # damaged, not answering, a row that cannot be read
+        raise _fail(str(error)) from None
     finally:
-        engine.dispose()
+        archive.close()
+
+
+def _size(database: str | None) -> int:
+    try:
+        return Path(database or "").stat().st_size
+    except (OSError, ValueError):
+        return 0
 
 
 def _archive_now(archive: Archive, cluster: str | None) -> datetime:
@@ -346,15 +378,14 @@ def events(
             help="Only events whose message, reason or object name contains this text (any case)."
         ),
     ] = None,
-    limit: Annotated[
-        int | None, typer.Option(min=0, help="Only the newest N (still oldest first).")
-    ] = None,
+    limit: LimitOption = None,
     output: OutputOption = OutputFormat.table,
 ) -> None:
     """Archived events, as `kubectl get events` would show them had the API server kept them."""
     from kubemedic.store import queries  # noqa: PLC0415
 
     flags = (_moment("--since", since), _moment("--until", until))
+    newest = _limit(limit)
     kind = name = None
     if object_ is not None:
         try:
@@ -375,7 +406,7 @@ def events(
             since=start,
             until=end,
             grep=grep,
-            limit=limit,
+            limit=newest,
         )
         found = queries.find_events(archive, query)
         unknown = _unknown_cluster(archive, cluster) if not found else ""
@@ -494,23 +525,22 @@ def oom(
         str | None, typer.Option("--namespace", "-n", help="Only pods in this namespace.")
     ] = None,
     node: Annotated[str | None, typer.Option(help="Only pods on this node.")] = None,
-    limit: Annotated[
-        int | None, typer.Option(min=1, help="Only the newest N (still listed oldest first).")
-    ] = None,
+    limit: LimitOption = None,
     output: OutputOption = OutputFormat.table,
 ) -> None:
     """OOM kills and evictions, with the pod, container, node, usage, request and limit."""
     from kubemedic.store import queries  # noqa: PLC0415
 
     flags = (_moment("--since", since), _moment("--until", until))
+    newest = _limit(limit)
     with _open(db) as archive:
         start, end = _window(since, until, flags, _archive_now(archive, cluster))
         found = queries.oom_report(
             archive, cluster=cluster, since=start, until=end, namespace=namespace, node=node
         )
         unknown = _unknown_cluster(archive, cluster) if not found else ""
-    if limit is not None:
-        found = found[-limit:]
+    if newest is not None:
+        found = found[-newest:]
     if output is OutputFormat.json:
         _write_json([oom_json(entry) for entry in found])
     elif not found:

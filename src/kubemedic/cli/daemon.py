@@ -12,12 +12,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kubemedic.cli._common import _fail
+from kubemedic.errors import InputError
 from kubemedic.model.durations import DurationError, parse_duration
 
 if TYPE_CHECKING:
     from kubemedic.run.daemon import Daemon
 
 __all__ = ["register"]
+
+
+MIN_INTERVAL = timedelta(seconds=1)
+"""The shortest --scan-interval and --metrics-interval (cluster time): a shorter one would keep
+the daemon scanning or polling without pause."""
 
 
 class ClockChoice(StrEnum):
@@ -80,11 +86,19 @@ def run(
     from kubemedic.run.daemon import Daemon, DaemonOptions  # noqa: PLC0415
     from kubemedic.store.db import ArchiveError, database_url  # noqa: PLC0415
 
-    def duration(flag: str, text: str) -> timedelta:
+    def duration(flag: str, text: str, *, least: timedelta = MIN_INTERVAL) -> timedelta:
         try:
-            return parse_duration(text, zero=False)
+            value = parse_duration(text, zero=False)
         except DurationError as error:
             raise _fail(f"{flag}: {error}") from None
+        if value < least:
+            shown = (
+                f"{least.total_seconds() / 3600:g}h"
+                if least >= timedelta(hours=1)
+                else (f"{least.total_seconds():g}s")
+            )
+            raise _fail(f"{flag}: expected a duration of at least {shown}, got {text!r}")
+        return value
 
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
@@ -104,7 +118,7 @@ def run(
         clock=clock.value,
         scan_interval=duration("--scan-interval", scan_interval).total_seconds(),
         metrics_interval=duration("--metrics-interval", metrics_interval).total_seconds(),
-        retain=duration("--retain", retain) if retain else None,
+        retain=duration("--retain", retain, least=timedelta(hours=1)) if retain else None,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         lease_name=lease_name,
@@ -114,6 +128,18 @@ def run(
         asyncio.run(_serve(Daemon(options)))
     except (KubeAccessError, ArchiveError) as error:
         raise _fail(str(error)) from None
+    except ExceptionGroup as group:  # a task group's failure: report its first input error
+        first = next(iter(_leaves(group)), None)
+        if isinstance(first, InputError):
+            raise _fail(str(first)) from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for error in group.exceptions:
+        found.extend(_leaves(error) if isinstance(error, BaseExceptionGroup) else [error])
+    return found
 
 
 async def _serve(daemon: Daemon) -> None:

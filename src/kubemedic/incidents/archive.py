@@ -27,16 +27,15 @@ from typing import Any
 
 import orjson
 from sqlalchemy import ColumnElement, Engine, and_, func, or_, select
-from sqlalchemy.engine import Connection, RowMapping
+from sqlalchemy.engine import Connection
 
 from kubemedic.checks.findings import Severity
-from kubemedic.errors import InputError
 from kubemedic.incidents import grouping
 from kubemedic.incidents.causes import workload_key, workload_of_pod
 from kubemedic.incidents.model import FindingEpisode, Incident, Signal, SignalKind
 from kubemedic.model.objects import ObjectRef
 from kubemedic.model.quantities import Format, Quantity
-from kubemedic.store import schema
+from kubemedic.store import checking, schema
 
 __all__ = ["ArchiveDataError", "incidents", "load"]
 
@@ -64,8 +63,8 @@ a failed liveness probe), the node lifecycle controller marking a node NotReady.
 _PRESSURES = ("MemoryPressure", "DiskPressure", "PIDPressure")
 
 
-class ArchiveDataError(InputError, ValueError):
-    """A row the archive holds cannot be read (the message names the table and row id)."""
+class ArchiveDataError(checking.RowError):
+    """A row the archive holds cannot be read (the message names the table, row and column)."""
 
 
 def _when(seconds: float | None) -> datetime | None:
@@ -143,21 +142,28 @@ def _findings(
     if until is not None:
         filters.append(f.first_seen <= _epoch(until))
     query = select(schema.findings).where(*filters).order_by(f.id)
-    return [_episode(row) for row in connection.execute(query).mappings()]
+    rows = checking.check_all("findings", connection.execute(query).mappings())
+    return [_episode(row) for row in rows]
 
 
-def _episode(row: RowMapping) -> FindingEpisode:
-    where = f"findings row {row['id']}"
+def _episode(row: Mapping[Any, Any]) -> FindingEpisode:
+    where = checking.where("findings", row)
     try:
         severity = Severity.parse(str(row["severity"]))
     except ValueError as error:
-        raise ArchiveDataError(f"{where}: {error}") from None
+        raise ArchiveDataError(f"{where}: column severity: {error}") from None
     try:
         evidence = orjson.loads(row["evidence"] or "{}")
-    except orjson.JSONDecodeError as error:
-        raise ArchiveDataError(f"{where}: evidence is not JSON ({error})") from None
+    except orjson.JSONDecodeError:
+        raise ArchiveDataError(
+            f"{where}: column evidence: expected a JSON object, found "
+            f"{checking.shown(row['evidence'])} (not JSON)"
+        ) from None
     if not isinstance(evidence, dict):
-        raise ArchiveDataError(f"{where}: evidence is not a JSON object")
+        raise ArchiveDataError(
+            f"{where}: column evidence: expected a JSON object, found "
+            f"{checking.shown(row['evidence'])}"
+        )
     first, last = _when(row["first_seen"]), _when(row["last_seen"])
     assert first is not None and last is not None  # NOT NULL columns
     return FindingEpisode(
@@ -237,7 +243,7 @@ def _evictions(
     when = func.coalesce(e.at, e.recorded_at)
     query = select(schema.evictions).where(e.cluster.in_(clusters), _in_range(when, low, high))
     signals = []
-    for row in connection.execute(query).mappings():
+    for row in checking.check_all("evictions", connection.execute(query).mappings()):
         at = _when(row["at"] if row["at"] is not None else row["recorded_at"])
         assert at is not None
         used = ""
@@ -286,7 +292,7 @@ def _oom_kills(
         t.cluster.in_(clusters), t.reason == "OOMKilled", _in_range(when, low, high)
     )
     signals = []
-    for row in connection.execute(query).mappings():
+    for row in checking.check_all("terminations", connection.execute(query).mappings()):
         at = _when(row["finished_at"] if row["finished_at"] is not None else row["recorded_at"])
         assert at is not None
         limit = f", limit {_bytes(row['memory_limit'])}" if row["memory_limit"] else ""
@@ -327,7 +333,7 @@ def _transitions(
         ),
     )
     signals = []
-    for row in connection.execute(query).mappings():
+    for row in checking.check_all("node_transitions", connection.execute(query).mappings()):
         at = _when(row["at"])
         assert at is not None
         ready = row["condition"] == "Ready"
@@ -374,7 +380,7 @@ def _events(
         or_(e.object_kind == "Node", e.object_namespace.in_(namespaces)),
     )
     signals = []
-    for row in connection.execute(query).mappings():
+    for row in checking.check_all("events", connection.execute(query).mappings()):
         signal = _event_signal(row)
         if signal is None:
             continue
@@ -398,7 +404,7 @@ def _event_kind(reason: str, object_kind: str) -> SignalKind:
     return SignalKind.EVENT
 
 
-def _event_signal(row: RowMapping) -> Signal | None:
+def _event_signal(row: Mapping[Any, Any]) -> Signal | None:
     at = _when(row["first_seen"] or row["last_seen"] or row["recorded_at"])
     until = _when(row["last_seen"] or row["first_seen"] or row["recorded_at"])
     if at is None:
@@ -434,5 +440,5 @@ def _event_signal(row: RowMapping) -> Signal | None:
     )
 
 
-def _detail(row: RowMapping, keys: Iterable[str]) -> Mapping[str, Any]:
+def _detail(row: Mapping[Any, Any], keys: Iterable[str]) -> Mapping[str, Any]:
     return {key: row[key] for key in keys}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import http
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from kubemedic.errors import KubemedicError
 __all__ = [
     "Api",
     "ApiError",
+    "BadAnswer",
     "Conflict",
     "ConnectionLost",
     "Forbidden",
@@ -39,6 +41,7 @@ __all__ = [
     "ServiceUnavailable",
     "TooManyRequests",
     "Unauthorized",
+    "status_text",
 ]
 
 
@@ -96,8 +99,7 @@ class ApiError(KubemedicError):
         self.message = message
         self.retry_after = retry_after
         self.path = path
-        detail = message or reason or "no message"
-        super().__init__(f"{path}: HTTP {code} {reason}: {detail}".replace(": : ", ": "))
+        super().__init__(status_text(code, reason=reason, message=message, path=path))
 
     @classmethod
     def from_status(
@@ -118,6 +120,24 @@ class ApiError(KubemedicError):
     def retryable(self) -> bool:
         """Throttling, server errors and timeouts: worth retrying after a back-off."""
         return isinstance(self, TooManyRequests) or self.code >= 500
+
+
+def status_text(code: int, *, reason: str = "", message: str = "", path: str = "") -> str:
+    """An error status as a sentence: ``/api/v2/nodes: HTTP 404 NotFound: the server could not
+    find the requested resource``; without a message from the server, what the status means
+    (``the API server has no /apis/metrics.k8s.io/v1beta1/pods (HTTP 404 Not Found)``)."""
+    try:
+        phrase = http.HTTPStatus(code).phrase
+    except ValueError:
+        phrase = ""
+    status = " ".join(part for part in (f"HTTP {code}", reason or phrase) if part)
+    detail = " ".join(message.split())[:300]
+    where = path or "the request"
+    if detail:
+        return f"{where}: {status}: {detail}"
+    if code == 404:
+        return f"the API server has no {where} ({status})"
+    return f"the API server answered {where} with {status} and no message"
 
 
 class Unauthorized(ApiError):
@@ -184,6 +204,36 @@ class ConnectionLost(KubemedicError):
     """No answer: connection refused or reset, a timeout, a stream cut in the middle."""
 
 
+class BadAnswer(ConnectionLost):
+    """An answer that is not what the API promises (a list that is not a List, an item that
+    is not an object); retried like a lost connection, as a proxy in the way may be at fault."""
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    names = {dict: "object", list: "list", str: "string", bool: "boolean"}
+    return names.get(type(value), "number")
+
+
+def _check_list(page: Any, path: str) -> dict[str, Any]:
+    """A list answer is ``{"kind": "...List", "items": [{...}, ...], "metadata": {...}}``."""
+    where = f"GET {path}"
+    if not isinstance(page, dict):
+        raise BadAnswer(f"{where}: the answer is a JSON {_json_type(page)}, not a List")
+    items = page.get("items")
+    if items is None and "items" not in page:
+        kind = page.get("kind")
+        found = f"kind {str(kind)[:100]!r}" if kind else "an object"
+        raise BadAnswer(f"{where}: the answer is {found} without items, not a List")
+    if items is not None and not isinstance(items, list):
+        raise BadAnswer(f"{where}: items is a JSON {_json_type(items)}, not a list")
+    for index, item in enumerate(items or ()):
+        if not isinstance(item, dict):
+            raise BadAnswer(f"{where}: items[{index}] is a JSON {_json_type(item)}, not an object")
+    return page
+
+
 def _retry_after(headers: Mapping[str, str]) -> float | None:
     raw = headers.get("retry-after")
     if raw is None:
@@ -222,6 +272,10 @@ class Api:
         # lightkube keeps its configured httpx client (base URL, auth, TLS) here.
         self._http: httpx2.AsyncClient = client._client._client
         self._watch_timeout = httpx2.Timeout(10.0, read=None)
+
+    def use_auth(self, auth: httpx2.Auth) -> None:
+        """Authenticate every request with ``auth`` instead of what lightkube set up."""
+        self._http.auth = auth
 
     @property
     def server(self) -> str:
@@ -305,10 +359,9 @@ class Api:
             params["continue"] = continue_token
         elif resource_version is not None:
             params["resourceVersion"] = resource_version
-        page = await self.get(kind.path(namespace), params)
-        if not isinstance(page, dict) or not isinstance(page.get("items", []), list):
-            raise ConnectionLost(f"GET {kind.path(namespace)}: the answer is not a List")
-        return page
+        path = kind.path(namespace)
+        page = await self.get(path, params)
+        return _check_list(page, path)
 
     async def list_all(self, kind: Kind, *, limit: int = 500) -> list[dict[str, Any]]:
         """Every item of ``kind``, following ``continue`` tokens, each given the ``kind`` and

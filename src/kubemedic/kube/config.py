@@ -34,6 +34,7 @@ import base64
 import binascii
 import os
 import ssl
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,9 @@ from lightkube.config.models import Cluster, Context, User
 from lightkube.core.exceptions import ConfigError
 
 from kubemedic.errors import InputError
+from kubemedic.kube import credentials
 from kubemedic.kube.api import Api, ApiError, ConnectionLost, Unauthorized
+from kubemedic.model import documents
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -65,6 +68,7 @@ IN_CLUSTER = "in-cluster"
 _EXEC_VERSIONS = ("client.authentication.k8s.io/v1alpha1", "client.authentication.k8s.io/v1beta1")
 _CLUSTER_PATHS = ("certificate-authority",)
 _USER_PATHS = ("client-certificate", "client-key", "tokenFile")
+MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
 
 
 class KubeAccessError(InputError):
@@ -148,7 +152,12 @@ def connect(resolved: Resolved, *, timeout: float = 10.0) -> Api:
             f"context {resolved.context!r} (from {resolved.source}): cannot set up TLS for "
             f"{resolved.server}: {error}"
         ) from None
-    return Api(client, cluster=resolved.cluster)
+    api = Api(client, cluster=resolved.cluster)
+    exec_ = resolved.config.user.exec if resolved.config.user is not None else None
+    if exec_ is not None:
+        # lightkube's own runner ends a missing or misbehaving plugin in a traceback.
+        api.use_auth(credentials.ExecCredentials(exec_, user=resolved.user, source=resolved.source))
+    return api
 
 
 async def probe(api: Api, resolved: Resolved, *, timeout: float = 10.0) -> dict[str, Any]:
@@ -163,6 +172,8 @@ async def probe(api: Api, resolved: Resolved, *, timeout: float = 10.0) -> dict[
         ) from None
     except ConfigError as error:  # an exec credential plugin failed
         raise KubeAccessError(f"{where}: cannot get credentials: {error}") from None
+    except credentials.CredentialError as error:
+        raise KubeAccessError(f"cannot get credentials for {where}: {error}") from None
     except Unauthorized as error:
         raise KubeAccessError(
             f"the API server {resolved.server} rejected the credentials of user "
@@ -205,25 +216,37 @@ def _files(kubeconfig: Path | None, *, env: Mapping[str, str], home: Path | None
 
 
 def _read(file: Path) -> dict[str, Any]:
+    if not file.is_file():
+        kind = "a directory" if file.is_dir() else "not a regular file"
+        raise KubeAccessError(f"{file}: cannot read a kubeconfig: it is {kind}")
     try:
+        if file.stat().st_size > MAX_KUBECONFIG_BYTES:
+            raise KubeAccessError(
+                f"{file}: {file.stat().st_size} bytes: a kubeconfig of at most "
+                f"{MAX_KUBECONFIG_BYTES // (1024 * 1024)} MiB was expected"
+            )
         text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise KubeAccessError(f"{file}: cannot read: {error}") from None
+    except UnicodeDecodeError as error:
+        raise KubeAccessError(
+            f"{file}: not UTF-8 text (byte {error.start}): expected a YAML kubeconfig"
+        ) from None
+    except OSError as error:
+        raise KubeAccessError(f"{file}: cannot read: {error.strerror or error}") from None
     try:
-        document = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = error.problem or error.context or "malformed"
-        raise KubeAccessError(f"{file}: {where}invalid YAML: {problem}") from None
-    except yaml.YAMLError as error:
-        raise KubeAccessError(f"{file}: invalid YAML: {error}") from None
+        document = documents.load_yaml(text, where=str(file))
+    except documents.DocumentError as error:
+        raise KubeAccessError(f"{error} (expected a YAML kubeconfig)") from None
+    except yaml.YAMLError as error:  # the reader's own errors (a NUL, a control character)
+        said = " ".join(str(error).split())[:200]
+        raise KubeAccessError(
+            f"{file}: invalid YAML: {said} (expected a YAML kubeconfig)"
+        ) from None
     if document is None:
         return {}  # an empty file is an empty configuration, as for kubectl
     if not isinstance(document, dict):
         raise KubeAccessError(
             f"{file}: not a kubeconfig: expected a mapping with clusters, users and contexts, "
-            f"found a {type(document).__name__}"
+            f"found {_a(document)}"
         )
     return document
 
@@ -256,12 +279,12 @@ def _named(document: dict[str, Any], *, file: Path, key: str, inner: str) -> lis
     if items is None:
         return []
     if not isinstance(items, list):
-        raise KubeAccessError(f"{file}: {key}: expected a list, found a {type(items).__name__}")
+        raise KubeAccessError(f"{file}: {key}: expected a list, found {_a(items)}")
     entries = []
     for index, item in enumerate(items):
         where = f"{file}: {key}[{index}]"
         if not isinstance(item, dict):
-            raise KubeAccessError(f"{where}: expected a mapping, found a {type(item).__name__}")
+            raise KubeAccessError(f"{where}: expected a mapping, found {_a(item)}")
         name = item.get("name")
         if not isinstance(name, str) or not name:
             raise KubeAccessError(f"{where}: no name")
@@ -270,7 +293,7 @@ def _named(document: dict[str, Any], *, file: Path, key: str, inner: str) -> lis
             body = {}
         if not isinstance(body, dict):
             raise KubeAccessError(
-                f"{where} ({name}): {inner}: expected a mapping, found a {type(body).__name__}"
+                f"{where} ({name}): {inner}: expected a mapping, found {_a(body)}"
             )
         entries.append(_Entry(name, dict(body), file))
     return entries
@@ -356,7 +379,8 @@ def _cluster(entry: _Entry) -> Cluster:
         server = f"https://{server}"  # client-go's DefaultServerURL: TLS unless told otherwise
     scheme = server.split("://", 1)[0].lower()
     if scheme not in ("http", "https"):
-        raise KubeAccessError(f"{where}: server {server}: expected an http or https URL")
+        raise KubeAccessError(f"{where}: server {_shown(server)}: expected an http or https URL")
+    _check_server(server, where=where)
     try:
         cluster = msgspec.convert({**entry.body, "server": server}, Cluster)
     except msgspec.ValidationError as error:
@@ -394,6 +418,42 @@ def _user(entry: _Entry) -> User:
             f"{', '.join(_EXEC_VERSIONS)}"
         )
     return user
+
+
+def _a(value: object) -> str:
+    """What a YAML value is, in the user's words: ``a list``, ``a string``, ``a number``."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping" if isinstance(value, dict) else "a value of another kind"
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _check_server(server: str, *, where: str) -> None:
+    """``https://HOST[:PORT][/PATH]`` with a host and a port from 1 to 65535."""
+    expected = "expected https://HOST:PORT (a port from 1 to 65535)"
+    try:
+        parts = urllib.parse.urlsplit(server)
+        port = parts.port
+    except ValueError as error:
+        problem = "the port is not a number from 1 to 65535" if "ort" in str(error) else ""
+        raise KubeAccessError(
+            f"{where}: server {_shown(server)}: {problem or 'not a URL'}; {expected}"
+        ) from None
+    if not parts.hostname:
+        raise KubeAccessError(f"{where}: server {_shown(server)}: names no host; {expected}")
+    if port is not None and not 1 <= port <= 65535:
+        raise KubeAccessError(f"{where}: server {_shown(server)}: port {port}: {expected}")
+    if parts.query or parts.fragment or any(c.isspace() for c in server):
+        raise KubeAccessError(f"{where}: server {_shown(server)}: {expected}")
 
 
 def _check_file(path: str | None, *, where: str, field_name: str) -> None:

@@ -35,6 +35,7 @@ from kubemedic.kube import kinds
 from kubemedic.kube.api import (
     Api,
     ApiError,
+    BadAnswer,
     ConnectionLost,
     Forbidden,
     Gone,
@@ -42,6 +43,7 @@ from kubemedic.kube.api import (
     NotFound,
     ServiceUnavailable,
     Unauthorized,
+    status_text,
 )
 from kubemedic.kube.backoff import Backoff
 from kubemedic.kube.clock import CLOCK_PATH
@@ -208,9 +210,10 @@ def _continue_of(page: dict[str, Any]) -> str | None:
 
 
 def _describe(server: str, path: str, error: ApiError | ConnectionLost) -> str:
+    if isinstance(error, BadAnswer):
+        return f"{server}: {error}"
     if isinstance(error, ConnectionLost):
         return f"{server}{path}: no answer: {error}"
-    detail = error.message or error.reason or "no message"
     hint = ""
     if isinstance(error, Unauthorized):
         hint = " (the credentials were rejected)"
@@ -218,7 +221,8 @@ def _describe(server: str, path: str, error: ApiError | ConnectionLost) -> str:
         hint = " (grant this identity list on it)"
     elif isinstance(error, Gone):
         hint = " (the list's continue token expired twice)"
-    return f"{server}{path}: HTTP {error.code} {error.reason}{hint}: {detail}"
+    text = status_text(error.code, reason=error.reason, message=error.message, path=path)
+    return f"{server}: {text}{hint}"
 
 
 @dataclass(slots=True)

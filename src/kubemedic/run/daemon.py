@@ -112,7 +112,16 @@ class Daemon:
         resolved = kubeconfig.resolve(options.kubeconfig, options.context)
         self.cluster = options.cluster or resolved.cluster
         self.api = api = kubeconfig.connect(resolved)
-        self.archive = archive = await asyncio.to_thread(Archive.open, options.db_url)
+        try:
+            # At start, an API server that refuses, a plugin that gives no credentials or an
+            # archive that is damaged ends the daemon at once with the reason (exit 2); once
+            # running, lost connections are retried.
+            await kubeconfig.probe(api, resolved)
+            archive = await asyncio.to_thread(Archive.open, options.db_url)
+        except BaseException:
+            await api.close()
+            raise
+        self.archive = archive
         try:
             if options.clock == "server":
                 server_clock = ServerClock(api)

@@ -37,8 +37,17 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from kubemedic.checks.findings import Finding
 from kubemedic.errors import InputError
 from kubemedic.store import episodes, schema, writer
+from kubemedic.store.checking import RowError, shown_text
 
-__all__ = ["DEFAULT_DB", "Archive", "ArchiveError", "database_url"]
+__all__ = [
+    "DEFAULT_DB",
+    "Archive",
+    "ArchiveError",
+    "NoArchive",
+    "database_url",
+    "describe",
+    "postgres_timeouts",
+]
 
 DEFAULT_DB: Final = "kubemedic.db"
 """The archive used when neither ``--db`` nor ``KUBEMEDIC_DB`` names one (working directory)."""
@@ -47,7 +56,12 @@ MIGRATIONS: Final = Path(__file__).resolve().parent / "migrations"
 BUSY_TIMEOUT_MS: Final = 5000
 CACHE_KIB: Final = 64 * 1024
 CHECKPOINT_PAGES: Final = 16384
-CONNECT_TIMEOUT_S: Final = 10
+CONNECT_TIMEOUT_S: Final = 5
+"""PostgreSQL: seconds to wait for a server to accept and answer the connection (the URL's
+``connect_timeout`` query parameter overrides it)."""
+STATEMENT_TIMEOUT_MS: Final = 30_000
+"""PostgreSQL: milliseconds a statement (or a lock it waits for) may take before the server
+cancels it (the URL's ``options`` parameter, ``-c statement_timeout=...``, overrides it)."""
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _DRIVERS: Final = {
@@ -64,6 +78,11 @@ WRITE: Final = "kubemedic_write"
 class ArchiveError(InputError):
     """The archive cannot be opened or used: bad URL, unreachable server, not a database,
     unknown schema revision. The message names the URL (password masked)."""
+
+
+class NoArchive(ArchiveError):
+    """The database answers but holds no archive (a new PostgreSQL database, an empty file),
+    and it was opened without migrations (to read it)."""
 
 
 def _masked(url: URL) -> str:
@@ -84,13 +103,21 @@ def database_url(
     text = text.strip()
     if not text:
         raise ArchiveError("empty database URL: expected a SQLite path or a SQLAlchemy URL")
+    if _not_utf8(text):
+        raise ArchiveError(
+            f"database URL or path {shown_text(_mask_text(text))} is not valid UTF-8: name the "
+            "archive with a UTF-8 path (rename the file or its directory)"
+        )
     base = cwd if cwd is not None else Path.cwd()
     if not _SCHEME.match(text):
         return _sqlite_url(Path(text).expanduser(), base)
     try:
         url = make_url(text)
-    except exc.ArgumentError as error:
-        raise ArchiveError(f"cannot parse database URL {_mask_text(text)}: {error}") from None
+        port = url.port
+    except (exc.ArgumentError, ValueError) as error:
+        raise ArchiveError(
+            f"cannot parse database URL {shown_text(_mask_text(text))}: {_port_problem(error)}"
+        ) from None
     driver = _DRIVERS.get(url.drivername)
     if driver is None:
         raise ArchiveError(
@@ -104,7 +131,29 @@ def database_url(
         return _sqlite_url(Path(database).expanduser(), base)
     if not url.database:
         raise ArchiveError(f"database URL {_masked(url)} names no database (…/DATABASE)")
+    if port is not None and not 1 <= port <= 65535:
+        raise ArchiveError(
+            f"database URL {_masked(url)}: port {port}: expected a number from 1 to 65535"
+        )
     return url.set(drivername=driver).render_as_string(hide_password=False)
+
+
+def _not_utf8(text: str) -> bool:
+    """Text that came from bytes that are not UTF-8 (a file name, decoded by Python with
+    ``surrogateescape``): SQLite and PostgreSQL only take UTF-8 names."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _port_problem(error: Exception) -> str:
+    detail = str(error)
+    if "int()" in detail:
+        found = detail.rsplit(":", 1)[-1].strip()
+        return f"the port is {found[:200]}: expected a number from 1 to 65535"
+    return detail[:200]
 
 
 def _sqlite_url(path: Path, base: Path) -> str:
@@ -127,11 +176,16 @@ class Archive:
         """``sqlite`` or ``postgresql``."""
 
     @classmethod
-    def open(cls, url: str | None = None, *, migrate: bool = True) -> Archive:
+    def open(
+        cls, url: str | None = None, *, migrate: bool = True, check_pages: bool = True
+    ) -> Archive:
         """Open (and by default migrate to the current schema) the archive at ``url``
         (``database_url`` rules: ``None`` is the default archive).
 
-        With ``migrate=False`` the archive must already be at this version's schema.
+        With ``migrate=False`` the archive must already be at this version's schema. The
+        tables and columns this version uses are checked either way; ``check_pages`` also
+        reads every page of a SQLite file for damage (``PRAGMA quick_check``: about a second
+        per 500 MB), which a writer should always do. Raises ``ArchiveError``.
         """
         parsed = make_url(database_url(url))
         shown = _masked(parsed)
@@ -140,19 +194,18 @@ class Archive:
             engine = sa.create_engine(parsed)
             _tune_sqlite(engine)
         else:
-            timeout = (
-                {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_TIMEOUT_S}
+            engine = sa.create_engine(
+                parsed, pool_pre_ping=True, connect_args=postgres_timeouts(parsed)
             )
-            engine = sa.create_engine(parsed, pool_pre_ping=True, connect_args=timeout)
         archive = cls(engine, url=shown)
         try:
-            archive._prepare(migrate=migrate)
+            archive._prepare(migrate=migrate, check_pages=check_pages)
         except BaseException:
             engine.dispose()
             raise
         return archive
 
-    def _prepare(self, *, migrate: bool) -> None:
+    def _prepare(self, *, migrate: bool, check_pages: bool) -> None:
         try:
             with self.transaction() as connection:
                 if self.dialect == "postgresql":
@@ -162,6 +215,9 @@ class Archive:
                 head = ScriptDirectory.from_config(config).get_current_head()
                 current = MigrationContext.configure(connection).get_current_revision()
                 if current == head:
+                    _check_schema(
+                        connection, self.url, pages=check_pages and self.dialect == "sqlite"
+                    )
                     return
                 known = {script.revision for script in _scripts(config)}
                 if current is not None and current not in known:
@@ -172,14 +228,19 @@ class Archive:
                     )
                 if current is None:
                     _refuse_foreign_tables(connection, self.url)
+                    if not migrate:
+                        raise NoArchive(f"no archive at {self.url}: run `kubemedic run` first")
                 if not migrate:
                     raise ArchiveError(
                         f"the archive {self.url} is at schema revision {current!r}, not "
                         f"{head!r}: open it with migrations enabled to upgrade it"
                     )
                 command.upgrade(config, "head")
+                _check_schema(connection, self.url, pages=check_pages and self.dialect == "sqlite")
         except exc.DBAPIError as error:
-            raise ArchiveError(_describe(error, self.url)) from None
+            raise ArchiveError(describe(error, self.url)) from None
+        except UnicodeDecodeError:  # SQLite's message quoting a damaged schema
+            raise ArchiveError(_undecodable(self.url)) from None
 
     @contextlib.contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Connection]:
@@ -188,11 +249,25 @@ class Archive:
         ``write`` takes SQLite's write lock at the start, so the transaction never fails half-way
         on a lock upgrade while another process writes.
         """
-        with self.engine.connect() as connection:
+        with self.failures(), self.engine.connect() as connection:
             if write:
                 connection.execution_options(**{WRITE: True})
             with connection.begin():
                 yield connection
+
+    @contextlib.contextmanager
+    def failures(self) -> Iterator[None]:
+        """Inside: a database error (a damaged file, a missing table, a server that stopped
+        answering, a value the driver cannot read) is raised as ``ArchiveError`` naming this
+        archive, in one line."""
+        try:
+            yield
+        except exc.DBAPIError as error:
+            raise ArchiveError(describe(error, self.url)) from None
+        except UnicodeDecodeError:  # SQLite's message quoting a damaged schema
+            raise ArchiveError(_undecodable(self.url)) from None
+        except RowError as error:
+            raise ArchiveError(f"the archive {self.url}: {error}") from None
 
     def write(self, batch: writer.Batch) -> writer.WriteStats:
         """Write ``batch`` and its checkpoints in one transaction (``writer.write``)."""
@@ -272,6 +347,8 @@ def _check_sqlite_path(url: URL, shown: str) -> None:
         raise ArchiveError(
             f"cannot open the archive {shown}: directory {path.parent} does not exist"
         )
+    if path.is_dir():
+        raise ArchiveError(f"cannot open the archive {shown}: {path} is a directory, not a file")
     if path.exists() and not path.is_file():
         raise ArchiveError(f"cannot open the archive {shown}: {path} is not a file")
 
@@ -291,6 +368,9 @@ def _tune_sqlite(engine: Engine) -> None:
             cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute("PRAGMA synchronous = NORMAL")
             cursor.execute("PRAGMA foreign_keys = ON")
+            # Check each page's cells as it is read: a damaged page the query reads is
+            # reported as damage instead of read as rows (a cost too small to measure).
+            cursor.execute("PRAGMA cell_size_check = ON")
             # 64 MiB of page cache (allocated as used): a batch touches pages of seven indexes
             # on events, at random places (uids); the 2 MiB default makes it read them again.
             cursor.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
@@ -320,9 +400,91 @@ def _scripts(config: Config) -> list[Any]:
     return list(ScriptDirectory.from_config(config).walk_revisions())
 
 
-def _describe(error: exc.DBAPIError, shown: str) -> str:
+def postgres_timeouts(url: URL) -> dict[str, Any]:
+    """psycopg connection arguments bounding how long a PostgreSQL server that does not answer
+    is waited for: ``connect_timeout`` (connecting, authenticating) and, through ``options``,
+    ``statement_timeout`` (each statement, lock waits included); either is left to the URL when
+    it sets it."""
+    found: dict[str, Any] = {}
+    if "connect_timeout" not in url.query:
+        found["connect_timeout"] = CONNECT_TIMEOUT_S
+    if "options" not in url.query:
+        found["options"] = f"-c statement_timeout={STATEMENT_TIMEOUT_MS}"
+    return found
+
+
+_DAMAGED = ("malformed", "not a database", "corrupt", "disk i/o error")
+
+
+def describe(error: exc.DBAPIError, shown: str) -> str:
+    """One line saying what went wrong with the archive ``shown`` (its masked URL)."""
     original = str(error.orig).strip().splitlines()
-    detail = original[0] if original else type(error.orig).__name__
+    detail = shown_text(original[0] if original else type(error.orig).__name__)
+    lowered = detail.lower()
+    if "timeout expired" in lowered or "timed out" in lowered:
+        return (
+            f"the archive {shown} did not answer within {CONNECT_TIMEOUT_S} s (connecting: "
+            f"{detail}); is it a PostgreSQL server, and is it up?"
+        )
+    if "statement timeout" in lowered:
+        return (
+            f"the archive {shown} did not answer within {STATEMENT_TIMEOUT_MS // 1000} s "
+            f"(the server cancelled the statement: {detail})"
+        )
+    if any(word in lowered for word in _DAMAGED):
+        return (
+            f"the archive {shown} is damaged: {detail} (kubemedic changed nothing in it; "
+            "restore a copy, or recover what is readable with `sqlite3 FILE .recover`)"
+        )
+    if "no such table" in lowered or "no such column" in lowered or "does not exist" in lowered:
+        return (
+            f"the archive {shown} is damaged: {detail} (a table or column of its schema is "
+            "missing; kubemedic changed nothing in it)"
+        )
+    if "could not decode" in lowered:
+        return f"the archive {shown} holds text that is not UTF-8: {detail}"
     if isinstance(error, exc.OperationalError) and shown.startswith("postgresql"):
         return f"cannot connect to the archive {shown}: {detail}"
     return f"cannot use the archive {shown}: {detail}"
+
+
+def _undecodable(shown: str) -> str:
+    return (
+        f"the archive {shown} is damaged: its schema or a message about it is not UTF-8 "
+        "(kubemedic changed nothing in it; restore a copy, or recover what is readable with "
+        "`sqlite3 FILE .recover`)"
+    )
+
+
+def _check_schema(connection: Connection, shown: str, *, pages: bool) -> None:
+    """The tables and columns this version reads and writes are all there: a table dropped or
+    altered by hand is named now, rather than failing half-way through a command (or a write).
+    With ``pages``, every page of a SQLite file is read for damage too."""
+    inspector = sa.inspect(connection)
+    present = set(inspector.get_table_names())
+    for table in schema.metadata.sorted_tables:
+        if table.name not in present:
+            raise ArchiveError(
+                f"the archive {shown} is damaged: table {table.name} is missing (kubemedic "
+                "changed nothing in it; restore a copy of the archive)"
+            )
+        columns = {column["name"] for column in inspector.get_columns(table.name)}
+        missing = [column.name for column in table.columns if column.name not in columns]
+        if missing:
+            raise ArchiveError(
+                f"the archive {shown} is damaged: table {table.name} has no column "
+                f"{', '.join(missing)} (kubemedic changed nothing in it; restore a copy)"
+            )
+    if pages:
+        _check_sqlite_pages(connection, shown)
+
+
+def _check_sqlite_pages(connection: Connection, shown: str) -> None:
+    found = [str(row[0]) for row in connection.exec_driver_sql("PRAGMA quick_check(3)")]
+    if found and found != ["ok"]:
+        said = " ".join(" ".join(found).replace("*** in database main ***", "").split())
+        raise ArchiveError(
+            f"the archive {shown} is damaged: {shown_text(said)} (kubemedic "
+            "changed nothing in it; restore a copy, or recover what is readable with "
+            "`sqlite3 FILE .recover`)"
+        )

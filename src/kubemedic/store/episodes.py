@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from kubemedic.checks.findings import Finding
-from kubemedic.store import bulk, schema
+from kubemedic.store import bulk, checking, schema
 
 __all__ = ["REOPEN_AFTER", "fingerprint", "record_findings"]
 
@@ -71,7 +71,9 @@ def record_findings(
         )
     )
     open_episodes: dict[str, tuple[float, int]] = {}
-    for row_id, print_, last_seen in recent:
+    for row in recent.mappings():
+        checking.check("findings", row)
+        row_id, print_, last_seen = row["id"], row["fingerprint"], row["last_seen"]
         if print_ in latest and (last_seen, row_id) > open_episodes.get(print_, (-1.0, -1)):
             open_episodes[print_] = (last_seen, row_id)
     updates: list[dict[str, Any]] = []

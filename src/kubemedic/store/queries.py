@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, Engine, func, or_, select, union
 
-from kubemedic.store import schema
+from kubemedic.store import checking, schema
 from kubemedic.store.records import EventRow
 
 __all__ = [
@@ -214,6 +214,10 @@ def _event_filters(q: EventQuery) -> list[ColumnElement[bool]]:
     return found
 
 
+_SECONDS = (float, int, type(None))
+"""What a time column may hold (checked in full by ``checking`` when it holds anything else)."""
+
+
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start : start + _CHUNK]
@@ -234,6 +238,9 @@ def _counts(engine: Engine, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, 
                     .order_by(c.uid, c.count)
                 )
                 for uid, count, last_seen in connection.execute(query):
+                    if type(count) is not int or type(last_seen) not in _SECONDS:
+                        row = {"cluster": cluster, "uid": uid, "count": count}
+                        checking.check("event_counts", {**row, "last_seen": last_seen})
                     found[(cluster, uid)].append(CountSeen(count, _when(last_seen)))
     return found
 
@@ -253,7 +260,7 @@ def find_events(source: Source, q: EventQuery) -> list[ArchivedEvent]:
             e.last_seen.asc().nulls_first(), e.first_seen.asc().nulls_first(), e.id
         )
     with engine.connect() as connection:
-        rows = list(connection.execute(query).mappings())
+        rows = checking.check_all("events", connection.execute(query).mappings())
     if q.limit is not None:
         rows.reverse()
     counts = _counts(engine, ((row["cluster"], row["uid"]) for row in rows))
@@ -295,7 +302,19 @@ def newest_event_time(source: Source, *, cluster: str | None = None) -> datetime
     if cluster is not None:
         query = query.where(e.cluster == cluster)
     with _engine(source).connect() as connection:
-        return _when(connection.execute(query).scalar())
+        newest = connection.execute(query).scalar()
+        try:
+            checking.check_value("events", "last_seen", newest)
+        except checking.RowError:
+            # SQLite's max() ranks text above every number: find the row holding it.
+            row = (
+                connection.execute(select(e.id, e.last_seen).where(e.last_seen == newest).limit(1))
+                .mappings()
+                .first()
+            )
+            checking.check("events", row if row is not None else {"last_seen": newest})
+            raise
+        return _when(newest)
 
 
 def clusters(source: Source) -> list[str]:
@@ -377,15 +396,18 @@ def _last_sample(
         .order_by(m.at.desc())
         .limit(1)
     )
-    found = connection.execute(query).first()
-    return (int(found[0]), float(found[1])) if found is not None else None
+    found = connection.execute(query).mappings().first()
+    if found is None:
+        return None
+    checking.check("metric_samples", found)
+    return int(found["memory_bytes"]), float(found["at"])
 
 
 def _oom_kills(connection: Any, filters: list[ColumnElement[bool]]) -> list[OomEntry]:
     t = schema.terminations.c
     found: list[OomEntry] = []
     query = select(schema.terminations).where(t.reason == "OOMKilled", *filters)
-    for row in list(connection.execute(query).mappings()):
+    for row in checking.check_all("terminations", connection.execute(query).mappings()):
         usage, source, usage_at = row["memory_limit"], "limit", None
         if row["finished_at"] is not None:
             sample = _last_sample(
@@ -435,13 +457,17 @@ def _container_facts(
         t.cluster == cluster, t.pod_uid == pod_uid, t.container == container
     )
     found = connection.execute(query).first()
-    return (found[0], found[1]) if found is not None else (None, None)
+    if found is None:
+        return None, None
+    checking.check_value("terminations", "memory_limit", found[0])
+    checking.check_value("terminations", "restart_count", found[1])
+    return found[0], found[1]
 
 
 def _evictions(connection: Any, filters: list[ColumnElement[bool]]) -> list[OomEntry]:
     found: list[OomEntry] = []
     query = select(schema.evictions).where(*filters)
-    for row in list(connection.execute(query).mappings()):
+    for row in checking.check_all("evictions", connection.execute(query).mappings()):
         limit, restarts = None, None
         if row["container"]:
             limit, restarts = _container_facts(

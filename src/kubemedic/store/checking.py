@@ -1,0 +1,152 @@
+"""Checking rows read back from the archive against the schema, before anything uses them.
+
+PostgreSQL keeps every value in its column's type. SQLite does not: a column is a preference,
+and a row edited by hand (or by another program) may hold ``'abc'`` where a time belongs, a
+float where a count belongs, a number where text belongs. Used as they are, such values end in
+a ``TypeError`` far from the row, or print as if they were fine. So every row a query hands on
+passes ``check`` first, which raises ``RowError`` naming the table, the row and the column and
+what was expected (``table events, row 17: column last_seen: expected a time, found 'abc'``).
+The archive itself is never changed: what was recorded stays as it was.
+
+The check is a few type comparisons per value, a small part of building the row's object.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, TypeVar
+
+import sqlalchemy as sa
+
+from kubemedic.errors import InputError
+from kubemedic.store import schema
+
+__all__ = [
+    "RowError",
+    "check",
+    "check_all",
+    "check_value",
+    "expected",
+    "shown",
+    "shown_text",
+    "where",
+]
+
+TIME_COLUMNS: Final = frozenset(
+    {
+        "first_seen",
+        "last_seen",
+        "deleted_at",
+        "recorded_at",
+        "at",
+        "started_at",
+        "finished_at",
+        "updated_at",
+    }
+)
+"""Float columns holding seconds since the Unix epoch."""
+
+_EARLIEST: Final = -62135596800.0  # 0001-01-01T00:00:00Z
+_LATEST: Final = 253402300799.0  # 9999-12-31T23:59:59Z
+_NUMBER: Final = (int, float)
+_INTEGER: Final = (int,)
+_TEXT: Final = (str,)
+
+
+def shown_text(text: str, *, limit: int = 200) -> str:
+    """``text`` as a message may echo it: undecodable bytes as ``\\xff``, at most ``limit``
+    characters."""
+    safe = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return safe if len(safe) <= limit else safe[:limit] + "…"
+
+
+Row = TypeVar("Row", bound=Mapping[Any, Any])
+
+
+class RowError(InputError, ValueError):
+    """A row the archive holds cannot be read: ``str()`` names the table, the row, the column
+    and what was expected."""
+
+
+def _kind(column: sa.Column[Any]) -> tuple[tuple[type, ...], str]:
+    if isinstance(column.type, sa.Float):
+        if column.name in TIME_COLUMNS:
+            return _NUMBER, "a time (seconds since 1970)"
+        return _NUMBER, "a number"
+    if isinstance(column.type, sa.Integer):  # BigInteger too
+        return _INTEGER, "a whole number"
+    return _TEXT, "text"
+
+
+_SPECS: Final[dict[str, tuple[tuple[str, tuple[type, ...], bool, str, bool], ...]]] = {
+    table.name: tuple(
+        (
+            column.name,
+            _kind(column)[0],
+            bool(column.nullable),
+            _kind(column)[1],
+            column.name in TIME_COLUMNS and isinstance(column.type, sa.Float),
+        )
+        for column in table.columns
+    )
+    for table in schema.metadata.sorted_tables
+}
+_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    table.name: tuple(column.name for column in table.primary_key.columns)
+    for table in schema.metadata.sorted_tables
+}
+
+
+def shown(value: object) -> str:
+    """A value as a message echoes it: quoted text or a number, at most 200 characters."""
+    return shown_text(repr(value))
+
+
+def where(table: str, row: Mapping[Any, Any]) -> str:
+    """``table events, row 17`` (or the primary key's columns for tables without an id)."""
+    keys = _KEYS.get(table, ())
+    if keys == ("id",) and "id" in row:
+        return f"table {table}, row {shown(row.get('id'))}"
+    described = ", ".join(f"{key}={shown(row.get(key))}" for key in keys if key in row)
+    return f"table {table}, row ({described})" if described else f"table {table}"
+
+
+def expected(table: str, row: Mapping[Any, Any], column: str, what: str, value: object) -> RowError:
+    """The error for ``column`` of ``row`` holding ``value`` where ``what`` was expected."""
+    return RowError(f"{where(table, row)}: column {column}: expected {what}, found {shown(value)}")
+
+
+def check(table: str, row: Row) -> Row:
+    """``row`` (of ``table``) when every column it has holds a value of that column's type;
+    raises ``RowError`` otherwise. Columns the row lacks (a query's selection) are skipped."""
+    for name, allowed, nullable, what, time in _SPECS[table]:
+        try:
+            value = row[name]
+        except KeyError:
+            continue
+        kind = type(value)
+        if kind in allowed:
+            if time and not _LATEST >= value >= _EARLIEST:
+                raise expected(table, row, name, what + " between years 1 and 9999", value)
+            if kind is float and not math.isfinite(value):
+                raise expected(table, row, name, what, value)
+            continue
+        if value is None and nullable:
+            continue
+        raise expected(table, row, name, what if value is not None else what + ", not NULL", value)
+    return row
+
+
+def check_all(table: str, rows: Iterable[Row]) -> list[Row]:
+    """Every row of ``rows`` checked (``check``), as a list."""
+    return [check(table, row) for row in rows]
+
+
+def check_value(table: str, column: str, value: object) -> Any:
+    """A single value read from ``table.column`` (an aggregate such as ``max(last_seen)``),
+    checked as ``check`` checks a row's (NULL passes: an aggregate over no rows); the error
+    names the column only."""
+    if value is not None:
+        check(table, {column: value})
+    return value

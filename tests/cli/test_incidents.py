@@ -120,3 +120,26 @@ def test_a_missing_archive_exits_2_and_is_not_created(tmp_path: Path) -> None:
         assert result.exit_code == 2
         assert f"no archive at {missing}" in flat(result.stderr)
     assert not missing.exists()
+
+
+def test_export_never_writes_through_a_link_or_over_a_directory(db: Path, tmp_path: Path) -> None:
+    older = ids(db)[-1]
+    precious = tmp_path / "precious.md"
+    precious.write_text("keep me")
+    link = tmp_path / "link.md"
+    link.symlink_to(precious)
+    refused = run("incidents", "export", older, "--out", str(link), "--db", str(db))
+    assert refused.exit_code == 2
+    assert f"--out {link}: is a symbolic link" in flat(refused.stderr)
+    assert link.is_symlink() and precious.read_text() == "keep me"
+
+    forced = run("incidents", "export", older, "--out", str(link), "--force", "--db", str(db))
+    assert forced.exit_code == 0, forced.output
+    assert not link.is_symlink() and link.read_text().startswith("#")
+    assert precious.read_text() == "keep me"
+
+    directory = run(
+        "incidents", "export", older, "--out", str(tmp_path), "--force", "--db", str(db)
+    )
+    assert directory.exit_code == 2
+    assert "is a directory" in flat(directory.stderr)

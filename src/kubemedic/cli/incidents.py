@@ -19,6 +19,7 @@ import typer
 
 from kubemedic.cli import archive as archive_cli
 from kubemedic.cli._common import OutputFormat, _fail, err_console, out_console
+from kubemedic.output import files
 
 if TYPE_CHECKING:
     from kubemedic.incidents.model import Incident
@@ -126,12 +127,26 @@ def export(
         ExportFormat, typer.Option("--format", "-f", help="markdown: a postmortem draft.")
     ] = ExportFormat.markdown,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write to this file (default: stdout).")
+        Path | None,
+        typer.Option("--out", "-o", help="Write to this file, atomically (default: stdout)."),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace an --out that is a symbolic link, named pipe, socket or device "
+            "(never a directory); without it such a path is refused.",
+        ),
+    ] = False,
     db: archive_cli.DbOption = None,
     cluster: archive_cli.ClusterOption = None,
 ) -> None:
     """Export one incident as a postmortem draft (Markdown) or as JSON."""
+    if out is not None:  # refused before the archive is read
+        try:
+            files.check_target(out, flag="--out", force=force)
+        except files.OutputError as error:
+            raise _fail(str(error)) from None
     with archive_cli._open(db) as archive:
         found = _all(archive, cluster)
         incident = _find(found, incident_id, archive=archive, db=db)
@@ -148,9 +163,9 @@ def export(
         sys.stdout.flush()
         return
     try:
-        out.write_bytes(data)
-    except OSError as error:
-        raise _fail(f"--out {out}: cannot write: {error.strerror or error}") from None
+        files.write_atomically(out, data, flag="--out", force=force)
+    except files.OutputError as error:
+        raise _fail(str(error)) from None
     err_console().print(f"wrote {incident.id} to {out}", highlight=False)
 
 

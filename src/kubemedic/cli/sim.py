@@ -123,6 +123,17 @@ def _fault_problem(name: str, kind: str, value: str) -> str:
     return "" if 0 <= number <= most else f"{what} from 0 to {most:g}"
 
 
+def _check_outputs(force: bool, *outputs: tuple[str, Path | None]) -> None:
+    """Refuse an output path that is not a file (see ``output.files``) before anything runs."""
+    for flag, path in outputs:
+        if path is None:
+            continue
+        try:
+            files.check_target(path, flag=flag, force=force)
+        except files.OutputError as error:
+            raise _common._fail(str(error)) from None
+
+
 @sim_app.command("serve")
 def sim_serve(
     *,
@@ -183,8 +194,7 @@ def sim_serve(
     _check_clock_start(clock_start)
     ttl = _parse_duration("--event-ttl", event_ttl)
     faults = _checked_faults(fault or [], apiserver.Faults)
-    if kubeconfig_out is not None:
-        files.check_target(kubeconfig_out, flag="--kubeconfig-out", force=force)
+    _check_outputs(force, ("--kubeconfig-out", kubeconfig_out))
     try:
         options = apiserver.ServeOptions(
             port=port,
@@ -280,10 +290,7 @@ def sim_run(
     if (kubeconfig_out is not None or hold) and not serve:
         raise _common._fail("--kubeconfig-out and --hold need --serve")
     # Refused before the run, not after a minute of it.
-    if kubeconfig_out is not None:
-        files.check_target(kubeconfig_out, flag="--kubeconfig-out", force=force)
-    if snapshot_out is not None:
-        files.check_target(snapshot_out, flag="--snapshot-out", force=force)
+    _check_outputs(force, ("--kubeconfig-out", kubeconfig_out), ("--snapshot-out", snapshot_out))
     options = simulating.RunOptions(
         scenario=scenario,
         speed=speed,

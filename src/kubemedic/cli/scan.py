@@ -12,6 +12,7 @@ Kubernetes client); on a terminal, reading and checking show their progress on s
 from __future__ import annotations
 
 import enum
+import re
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,15 +48,42 @@ def register(app: typer.Typer) -> None:
     app.command(name="checks")(list_checks)
 
 
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
+AT_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+AT_LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
+"""The range ``--at`` accepts: from the Unix epoch (no Kubernetes object is older), to a
+distant future that still leaves every check's arithmetic on times far from the calendar's
+end (year 9999)."""
+
+
 def _parse_at(text: str | None) -> datetime | None:
+    """``--at``: an RFC 3339 time with a zone, within ``AT_EARLIEST``..``AT_LATEST``."""
     if text is None:
         return None
     from kubemedic.model import objects  # noqa: PLC0415 - loaded when a command runs
 
-    parsed = objects.parse_time(text)
-    if parsed is None:
-        raise _fail(f"--at {text!r}: expected an RFC 3339 time such as 2023-02-01T20:00:00Z")
-    return parsed
+    shown = repr(text[:200])
+    wanted = "an RFC 3339 time with a zone, such as 2023-02-01T20:00:00Z"
+    if _RFC3339.fullmatch(text.strip()) is None:
+        raise _fail(f"--at {shown}: expected {wanted}")
+    # Python reads at most microseconds: drop the digits past them.
+    fraction = re.sub(r"(\.\d{6})\d+", r"\1", text.strip())
+    try:
+        parsed = datetime.fromisoformat(fraction.replace("z", "Z"))
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise _fail(f"--at {shown}: expected {wanted}")
+    try:
+        within = AT_EARLIEST <= parsed <= AT_LATEST
+    except OverflowError:  # an offset that takes it past the calendar's ends
+        within = False
+    if not within:
+        raise _fail(
+            f"--at {shown}: expected a time from {objects.format_time(AT_EARLIEST)} "
+            f"to {objects.format_time(AT_LATEST)}"
+        )
+    return parsed.astimezone(UTC)
 
 
 def exit_code(findings: list[Finding], fail_on: FailOn) -> int:
@@ -82,13 +110,20 @@ def _chosen_checks(only: list[str] | None, skip: list[str] | None) -> list[str]:
 def scan(
     *,
     snapshot: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--snapshot",
             "-s",
             help="A file or directory of `kubectl get -o json|yaml` output (.json, .yaml, .gz).",
         ),
     ] = None,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="Accept a snapshot that holds no objects at all (only empty lists).",
+        ),
+    ] = False,
     at: Annotated[
         str | None,
         typer.Option(help="Judge the snapshot as of this RFC 3339 time (default: its newest)."),
@@ -130,6 +165,8 @@ def scan(
     (as kubectl finds it), or a snapshot with --snapshot."""
     if snapshot is not None and (kubeconfig is not None or context is not None):
         raise _fail("--snapshot reads files; it cannot be combined with --kubeconfig/--context")
+    if snapshot is not None and not snapshot:
+        raise _fail("--snapshot '': expected a snapshot file or directory")
     from kubemedic import checks  # noqa: PLC0415 - what a scan needs, loaded when it runs
     from kubemedic.model import objects  # noqa: PLC0415
     from kubemedic.output import rendering  # noqa: PLC0415
@@ -142,7 +179,9 @@ def scan(
     with shown.task(reading) as task:
         if snapshot is not None:
             drawn = task if shown.active else None
-            view, title, notes = _snapshot_view(snapshot, at=when, task=drawn)
+            view, title, notes = _snapshot_view(
+                Path(snapshot), at=when, task=drawn, allow_empty=allow_empty
+            )
         else:
             view, title, notes = _live_view(kubeconfig, context, at=when)
         order = {name: number for number, name in enumerate(names, 1)}
@@ -176,12 +215,18 @@ def scan(
 
 
 def _snapshot_view(
-    snapshot: Path, *, at: datetime | None, task: Task | None
+    snapshot: Path, *, at: datetime | None, task: Task | None, allow_empty: bool = False
 ) -> tuple[ClusterView, str, list[str]]:
     from kubemedic.snapshot import loading  # noqa: PLC0415
 
     try:
-        loaded = loading.load_snapshot(snapshot, progress=task.update if task is not None else None)
+        loaded = loading.load_snapshot(
+            snapshot,
+            allow_empty=allow_empty,
+            progress=task.update if task is not None else None,
+        )
+    except loading.EmptySnapshotError as error:
+        raise _fail(f"{error}; --allow-empty scans an empty snapshot") from None
     except loading.SnapshotError as error:
         raise _fail(str(error)) from None
     if task is not None:

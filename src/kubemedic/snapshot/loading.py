@@ -19,13 +19,11 @@ so it marks a damaged or hand-edited file, reported with the file, object and fi
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
 import re
-import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -34,15 +32,13 @@ from typing import Any
 import orjson
 import yaml
 
-from kubemedic.errors import InputError
-from kubemedic.model import objects, resources
-from kubemedic.model.quantities import QuantityError
-from kubemedic.model.view import KNOWN_KINDS, ClusterView
+from kubemedic.model import documents, objects
+from kubemedic.model.view import ClusterView
+from kubemedic.snapshot import collecting, reading
+from kubemedic.snapshot.reading import MAX_FILE_BYTES, SUFFIXES, SnapshotError
 
-__all__ = ["LoadedSnapshot", "SnapshotError", "load_snapshot"]
+__all__ = ["EmptySnapshotError", "LoadedSnapshot", "SnapshotError", "load_snapshot"]
 
-SUFFIXES = (".json", ".yaml", ".yml")
-MAX_FILE_BYTES = 4 * 1024**3
 FREEZE_OBJECTS = 20_000
 _PIECE_BYTES = 8 * 1024**2
 #: The strings of a large list are shared (``_share_strings``) in a snapshot whose files total
@@ -52,10 +48,11 @@ _PIECE_BYTES = 8 * 1024**2
 _SHARE_SNAPSHOT_BYTES = 256 * 1024**2
 _SHARE_AFTER_BYTES = 128 * 1024**2
 _ITEMS_OPENING = re.compile(rb'\n([ \t]+)"items": \[\n([ \t]+)\{\n')
+_validate = collecting.validate  # one object's quantities (the benchmark times it alone)
 
 
-class SnapshotError(InputError):
-    """A snapshot cannot be read. ``str()`` names the file and where in it."""
+class EmptySnapshotError(SnapshotError):
+    """The snapshot holds no object at all (only empty lists)."""
 
 
 @dataclass(slots=True)
@@ -79,39 +76,71 @@ def load_snapshot(
     path: str | os.PathLike[str],
     *,
     validate: bool = True,
+    allow_empty: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> LoadedSnapshot:
-    """Read every object under ``path``. Raises ``SnapshotError`` on any unreadable input.
+    """Read every object under ``path``. Raises ``SnapshotError`` on any unreadable input, and
+    ``EmptySnapshotError`` when it holds no object at all, unless ``allow_empty``.
 
     ``progress`` is told what is being done as it goes (the file being read, the objects read so
     far: after each file, and every few megabytes of a large one)."""
+    if not os.fspath(path):
+        raise SnapshotError("the snapshot path is empty: expected a file or directory")
     root = Path(path)
-    if not root.exists():
-        raise SnapshotError(f"{root}: no such file or directory")
     loaded = LoadedSnapshot()
-    files = list(_files(root, loaded))
+    files = list(reading.snapshot_files(root, loaded.skipped_files))
     share = _total_bytes(files) >= _SHARE_SNAPSHOT_BYTES
+    found = 0
     with objects.gc_paused() as pause:
         for number, file in enumerate(files, 1):
             loaded.files.append(file)
             loaded.spans.append((len(loaded.bodies), file))
             told = None if progress is None else _reading(progress, file, number, files, loaded)
-            for body in _documents(file, told, share=share):
-                _collect(body, file=file, loaded=loaded)
+            found += _collect_file(file, loaded, told, share=share)
         if not loaded.files:
             raise SnapshotError(
                 f"{root}: no snapshot files found (expected {', '.join(SUFFIXES)}, optionally .gz)"
             )
+        if not found and not allow_empty:
+            raise EmptySnapshotError(f"{root}: no Kubernetes objects in it (only empty lists)")
         if validate:
             if progress is not None:
                 progress(f"checking the quantities of {len(loaded.bodies):,} objects")
             ends = [start for start, _ in loaded.spans[1:]] + [len(loaded.bodies)]
             for (start, file), end in zip(loaded.spans, ends, strict=True):
                 for index in range(start, end):
-                    _validate(loaded.bodies[index], file=file)
+                    collecting.validate(loaded.bodies[index], file=file)
         # A large snapshot is kept for the rest of the scan: leave it out of later collections.
         pause.freeze = len(loaded.bodies) >= FREEZE_OBJECTS
     return loaded
+
+
+def _collect_file(
+    file: Path, loaded: LoadedSnapshot, told: Callable[[int], None] | None, *, share: bool
+) -> int:
+    """Keep the objects of ``file``; how many it held."""
+    found = 0
+    any_document = False
+    for document, locate in _documents(file, told, share=share):
+        any_document = True
+        try:
+            found += collecting.collect(
+                document,
+                file=file,
+                place="",
+                kept=loaded.bodies,
+                unknown=loaded.unknown_kinds,
+            )
+        except SnapshotError:
+            place = locate()
+            if place:  # the same error again, saying which document of the file it is in
+                collecting.collect(document, file=file, place=place, kept=[], unknown=Counter())
+            raise
+    if not any_document:
+        raise SnapshotError(
+            f"{file}: no Kubernetes object or List in it (the file is empty or only comments)"
+        )
+    return found
 
 
 def _reading(
@@ -131,54 +160,6 @@ def _reading(
     return tell
 
 
-def _files(root: Path, loaded: LoadedSnapshot) -> Iterator[Path]:
-    if root.is_file():
-        yield root
-        return
-    for directory, subdirs, names in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-        for name in sorted(names):
-            candidate = Path(directory) / name
-            if name.startswith("."):
-                continue
-            if _format_of(candidate) is None:
-                loaded.skipped_files.append(candidate)
-                continue
-            yield candidate
-
-
-def _format_of(file: Path) -> str | None:
-    name = file.name.lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
-    for suffix in SUFFIXES:
-        if name.endswith(suffix):
-            return "json" if suffix == ".json" else "yaml"
-    return None
-
-
-def _read_bytes(file: Path) -> bytes:
-    try:
-        if file.stat().st_size > MAX_FILE_BYTES:
-            raise SnapshotError(f"{file}: larger than {MAX_FILE_BYTES // 1024**3} GiB")
-        raw = file.read_bytes()
-        if file.name.lower().endswith(".gz") or raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as error:
-        raise SnapshotError(f"{file}: cannot read: {error}") from None
-    return raw
-
-
-def _decode(file: Path, raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        raise SnapshotError(
-            f"{file}: line {line} (byte {error.start}): not valid UTF-8 ({error.reason})"
-        ) from None
-
-
 def _total_bytes(files: list[Path]) -> int:
     total = 0
     for file in files:
@@ -187,49 +168,56 @@ def _total_bytes(files: list[Path]) -> int:
     return total
 
 
+def _nowhere() -> str:
+    return ""
+
+
+Located = tuple[Any, Callable[[], str]]
+"""A parsed document, and where it is in its file (``"document 2 (line 14): "``, built only
+when an error needs it; ``""`` when the file holds one document)."""
+
+
 def _documents(
     file: Path, parsed: Callable[[int], None] | None = None, *, share: bool = True
-) -> Iterator[Any]:
-    if _format_of(file) == "json":
+) -> Iterator[Located]:
+    where = str(file)
+    if reading.format_of(file) == "json":
         in_pieces = _list_in_pieces(file, parsed, share=share)
         if in_pieces is not None:
-            yield in_pieces
+            yield in_pieces, _nowhere
             return
-    raw = _read_bytes(file)
-    if _format_of(file) == "json":
+    raw = reading.read_bytes(file)
+    if not raw.strip():
+        return
+    if reading.format_of(file) == "json":
         # orjson reads (and checks) UTF-8 itself: no decoded copy of a large file is made
         # unless the file is not a single valid document.
         try:
-            document = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
+            document = documents.load_json(raw, where=where)
+        except documents.DocumentError as error:
+            first_error = error
         else:
             del raw
-            yield document
+            yield document, _nowhere
             return
-        text = _decode(file, raw)
+        text = reading.decode(file, raw)
         del raw
-        yield from _json_documents(file, text)
+        concatenated = _concatenated(file, text)
+        if concatenated is None:
+            raise SnapshotError(str(first_error)) from None
+        yield from concatenated
         return
-    text = _decode(file, raw)
+    text = reading.decode(file, raw)
     del raw
-    if text.lstrip()[:1] in ("{", "["):
-        yield from _json_documents(file, text)
-    else:
-        yield from _yaml_documents(file, text)
-
-
-def _json_documents(file: Path, text: str) -> Iterator[Any]:
-    try:
-        yield orjson.loads(text)
-        return
-    except orjson.JSONDecodeError as error:
-        first_error = error
-    # Several concatenated documents (``kubectl get -w -o json``)?
-    decoded = _concatenated(file, text)
-    if decoded is None:
-        raise SnapshotError(f"{file}: {_json_position(text, first_error)}") from None
-    yield from decoded
+    if text.lstrip()[:1] in ("{", "["):  # JSON in a .yaml file; else YAML's flow style
+        try:
+            document = documents.load_json(text, where=where)
+        except documents.DocumentError:
+            pass
+        else:
+            yield document, _nowhere
+            return
+    yield from _yaml_documents(file, text)
 
 
 def _list_in_pieces(
@@ -239,16 +227,24 @@ def _list_in_pieces(
     few megabytes of items at a time, so neither the whole file nor the JSON parser's working
     tree of it is ever held in memory beside the objects (for 150,000 pods that is over a
     gigabyte). None when the file is not such a list or anything about it is unexpected: it is
-    then read whole, which also reports any error where it is."""
+    then read whole, which also reports any error where it is. Nesting deeper than
+    ``documents.MAX_DEPTH`` is refused here, as whole-file parsing refuses it."""
+    where = str(file)
     try:
-        if not _PIECE_BYTES <= file.stat().st_size <= MAX_FILE_BYTES:
-            return None
-        with file.open("rb") as plain:
-            gzipped = file.name.lower().endswith(".gz") or plain.read(2) == b"\x1f\x8b"
-        opener: Any = gzip.open if gzipped else open
-        with opener(file, "rb") as stream:
-            document = _parse_pieces(stream, parsed, share_after=0 if share else None)
-    except (OSError, EOFError, ValueError, zlib.error):  # JSONDecodeError is a ValueError
+        with reading.open_regular(file) as plain:
+            size = os.fstat(plain.fileno()).st_size
+            if not _PIECE_BYTES <= size <= MAX_FILE_BYTES:
+                return None
+            stream: Any = plain
+            if reading.is_gzip(file, plain.read(2)):
+                plain.seek(0)
+                stream = reading.Inflating(plain, file=file, size=size)
+            else:
+                plain.seek(0)
+            document = _parse_pieces(stream, parsed, share_after=0 if share else None, where=where)
+    except documents.DocumentError as error:
+        raise SnapshotError(str(error)) from None
+    except (OSError, EOFError, ValueError):  # JSONDecodeError is a ValueError
         return None
     if document is None:
         return None
@@ -259,7 +255,11 @@ def _list_in_pieces(
 
 
 def _parse_pieces(
-    stream: Any, parsed: Callable[[int], None] | None = None, *, share_after: int | None = None
+    stream: Any,
+    parsed: Callable[[int], None] | None = None,
+    *,
+    share_after: int | None = None,
+    where: str = "snapshot",
 ) -> dict[str, Any] | None:
     """The list read piece by piece; strings are shared once ``share_after`` bytes are read
     (default: ``_SHARE_AFTER_BYTES``)."""
@@ -272,7 +272,7 @@ def _parse_pieces(
     outer, inner = opening.group(1), opening.group(2)
     if inner != outer * 2:
         return None
-    head = _object_from(buffer[: opening.start()].rstrip(), closing=b"}")
+    head = _object_from(buffer[: opening.start()].rstrip(), closing=b"}", where=where)
     # Pretty printers put nothing else at an item's indentation: a line ``<inner>},`` followed by
     # ``<inner>{`` can only be the boundary between two items (strings hold no raw newline).
     separator = b"\n" + inner + b"},\n" + inner + b"{\n"
@@ -285,12 +285,14 @@ def _parse_pieces(
         close = buffer.find(closing)
         share = read >= share_from
         if close != -1:
-            items.extend(_items_of(buffer[: close + width + 2], shared if share else None))
+            piece = buffer[: close + width + 2]
+            items.extend(_items_of(piece, shared if share else None, where=where))
             rest = buffer[close + len(closing) :] + stream.read()
             break
         cut = buffer.rfind(separator)
         if cut != -1:
-            items.extend(_items_of(buffer[: cut + width + 2], shared if share else None))
+            piece = buffer[: cut + width + 2]
+            items.extend(_items_of(piece, shared if share else None, where=where))
             buffer = buffer[cut + width + 4 :]
             if parsed is not None:
                 parsed(len(items))
@@ -300,22 +302,30 @@ def _parse_pieces(
         read += len(more)
         buffer += more
     rest = rest.lstrip()
-    tail = _object_from(b"{" + (rest[1:] if rest.startswith(b",") else rest), closing=b"")
+    tail = _object_from(
+        b"{" + (rest[1:] if rest.startswith(b",") else rest), closing=b"", where=where
+    )
     if head is None or tail is None or "items" in head or "items" in tail:
         return None
     return {**head, **tail, "items": items}
 
 
-def _items_of(piece: bytes, shared: dict[str, str] | None) -> list[Any]:
+_ITEM_DEPTH = documents.MAX_DEPTH - 1
+"""The deepest an item of a list may nest (the document holds the list, which holds it)."""
+
+
+def _items_of(piece: bytes, shared: dict[str, str] | None, *, where: str) -> list[Any]:
     """Parse a run of items; with ``shared``, make their equal strings one object."""
     if shared is None:
         items: list[Any] = orjson.loads(b"[" + piece + b"]")
+        documents.check_depth(items, where=where, limit=_ITEM_DEPTH)
         return items
-    return _share_strings(piece, shared)
+    return _share_strings(piece, shared, where=where)
 
 
-def _share_strings(piece: bytes, shared: dict[str, str]) -> list[Any]:
-    """Parse a run of items, then make equal string values one object.
+def _share_strings(piece: bytes, shared: dict[str, str], *, where: str = "snapshot") -> list[Any]:
+    """Parse a run of items, then make equal string values one object (and refuse nesting past
+    ``documents.MAX_DEPTH``, in the same walk).
 
     Most values repeat from object to object (images, times, node names, label values, reasons)
     and a decoded string costs ~60 bytes: sharing them cuts a third of the memory the objects
@@ -325,43 +335,53 @@ def _share_strings(piece: bytes, shared: dict[str, str]) -> list[Any]:
     items: list[Any] = orjson.loads(b"[" + piece + b"]")
     share = shared.setdefault
 
-    def in_map(node: dict[str, Any]) -> None:
+    def too_deep() -> documents.DocumentError:
+        return documents.DocumentError(f"{where}: nested deeper than {documents.MAX_DEPTH} levels")
+
+    def in_map(node: dict[str, Any], depth: int) -> None:
+        if depth > _ITEM_DEPTH:
+            raise too_deep()
         for key, value in node.items():
             kind = type(value)
             if kind is str:
                 node[key] = share(value, value)
             elif kind is dict:
-                in_map(value)
+                in_map(value, depth + 1)
             elif kind is list:
-                in_list(value)
+                in_list(value, depth + 1)
 
-    def in_list(node: list[Any]) -> None:
+    def in_list(node: list[Any], depth: int) -> None:
+        if depth > _ITEM_DEPTH:
+            raise too_deep()
         for index, value in enumerate(node):
             kind = type(value)
             if kind is dict:
-                in_map(value)
+                in_map(value, depth + 1)
             elif kind is str:
                 node[index] = share(value, value)
             elif kind is list:
-                in_list(value)
+                in_list(value, depth + 1)
 
-    in_list(items)
+    in_list(items, 1)
     return items
 
 
-def _object_from(text: bytes, *, closing: bytes) -> dict[str, Any] | None:
+def _object_from(text: bytes, *, closing: bytes, where: str) -> dict[str, Any] | None:
     if text.endswith(b",") and closing:
         text = text[:-1]
     parsed = orjson.loads(text + closing)
-    return parsed if isinstance(parsed, dict) else None
+    if not isinstance(parsed, dict):
+        return None
+    documents.check_depth(parsed, where=where)
+    return parsed
 
 
-def _concatenated(file: Path, text: str) -> list[Any] | None:
-    """Several JSON documents one after another, or None when the first is not one whole
-    document (the file is then simply malformed). Once it is, a later malformed document is
-    reported where it is."""
+def _concatenated(file: Path, text: str) -> list[Located] | None:
+    """Several JSON documents one after another (``kubectl get -w -o json``), each with where
+    it starts, or None when the first is not one whole document (the file is then simply
+    malformed). Once it is, a later malformed document is reported where it is."""
     decoder = json.JSONDecoder()
-    documents: list[Any] = []
+    found: list[Located] = []
     index = 0
     length = len(text)
     while index < length:
@@ -369,23 +389,49 @@ def _concatenated(file: Path, text: str) -> list[Any] | None:
             index += 1
         if index >= length:
             break
+        place = _place(len(found) + 1, text.count("\n", 0, index) + 1)
         try:
             _, end = decoder.raw_decode(text, index)
-            # orjson decodes what the stdlib only delimits: the same strictness as a single
-            # document (no lone surrogates, which could not be printed back as JSON).
-            documents.append(orjson.loads(text[index:end]))
-        except orjson.JSONDecodeError as error:  # a subclass: caught first
-            if not documents and index == 0 and end == length:
-                return None
-            raise SnapshotError(
-                f"{file}: {_position(text, index + error.pos, error.msg)}"
-            ) from None
         except json.JSONDecodeError as error:
-            if not documents:
+            if not found:
                 return None
             raise SnapshotError(f"{file}: {_position(text, error.pos, error.msg)}") from None
+        except RecursionError:  # the stdlib decoder recurses: far too deep for us anyway
+            if not found:
+                return None
+            raise SnapshotError(
+                f"{file}: {place}nested deeper than {documents.MAX_DEPTH} levels"
+            ) from None
+        # The one reader decodes what the stdlib only delimits: the same strictness and limits
+        # as a single document (no lone surrogates, which could not be printed back as JSON).
+        try:
+            document = documents.load_json(text[index:end], where=f"{file}: {place[:-2]}")
+        except documents.DocumentError as error:
+            if not found and index == 0 and end == length:
+                return None
+            if "nested deeper" in str(error):
+                raise SnapshotError(str(error)) from None
+            raise SnapshotError(f"{file}: {_position_of(text, index, end)}") from None
+        found.append((document, _fixed(place)))
         index = end
-    return documents if len(documents) > 1 else None
+    return found if len(found) > 1 else None
+
+
+def _position_of(text: str, start: int, end: int) -> str:
+    """Where in ``text`` orjson finds the document at ``start:end`` invalid."""
+    try:
+        orjson.loads(text[start:end])
+    except orjson.JSONDecodeError as error:
+        return _position(text, start + error.pos, error.msg)
+    return _position(text, start, "invalid JSON")
+
+
+def _place(number: int, line: int) -> str:
+    return f"document {number} (line {line}): "
+
+
+def _fixed(place: str) -> Callable[[], str]:
+    return lambda: place
 
 
 def _position(text: str, position: int, message: str) -> str:
@@ -394,68 +440,46 @@ def _position(text: str, position: int, message: str) -> str:
     return f"line {line}, column {column}: invalid JSON: {message}"
 
 
-def _json_position(text: str, error: orjson.JSONDecodeError) -> str:
-    return _position(text, error.pos, error.msg)
-
-
-def _yaml_documents(file: Path, text: str) -> Iterator[Any]:
+def _yaml_documents(file: Path, text: str) -> Iterator[Located]:
     try:
-        documents = list(yaml.safe_load_all(text))
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = error.problem or error.context or "malformed"
-        raise SnapshotError(f"{file}: {where}invalid YAML: {problem}") from None
-    except yaml.YAMLError as error:
-        raise SnapshotError(f"{file}: invalid YAML: {error}") from None
-    yield from (document for document in documents if document is not None)
-
-
-def _collect(
-    document: Any, *, file: Path, loaded: LoadedSnapshot, list_kind: str | None = None
-) -> None:
-    if not isinstance(document, Mapping):
-        raise SnapshotError(
-            f"{file}: expected a Kubernetes object or List, found a {type(document).__name__}"
-        )
-    kind = document.get("kind")
-    items = document.get("items")
-    if isinstance(items, list) and (
-        kind is None or (isinstance(kind, str) and kind.endswith("List"))
-    ):
-        item_kind = kind[: -len("List")] if isinstance(kind, str) and kind != "List" else None
-        for item in items:
-            _collect(item, file=file, loaded=loaded, list_kind=item_kind)
+        parsed = documents.load_yaml_all(text, where=str(file))
+    except documents.DocumentError as error:
+        raise SnapshotError(str(error)) from None
+    if len(parsed) == 1:
+        yield parsed[0], _nowhere
         return
-    if not isinstance(kind, str) or not kind:
-        if list_kind is None:
-            loaded.unknown_kinds["<no kind>"] += 1
-            return
-        kind = list_kind
-    if kind not in KNOWN_KINDS:
-        loaded.unknown_kinds[kind] += 1
-        return
-    body = objects.LoadedBody(document)
-    body["kind"] = kind
-    loaded.bodies.append(body)
+    for index, document in enumerate(parsed):
+        yield document, _yaml_place(text, index)
 
 
-def _validate(body: Mapping[str, Any], *, file: Path) -> None:
-    try:
-        kind = body.get("kind")
-        if kind == "Pod":
-            resources.pod_requests(body)
-            resources.pod_limits(body)
-        elif kind == "Node":
-            resources.node_allocatable(body)
-            resources.node_capacity(body)
-        elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"):
-            template = {
-                "kind": kind,
-                "metadata": objects.get_map(body, "metadata"),
-                "spec": objects.get_map(body, "spec", "template", "spec"),
-            }
-            resources.pod_requests(template, prefix="spec.template.")
-            resources.pod_limits(template, prefix="spec.template.")
-    except QuantityError as error:
-        raise SnapshotError(f"{file}: {error}") from None
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+
+
+def _yaml_place(text: str, index: int) -> Callable[[], str]:
+    """Where the ``index``-th non-empty document of ``text`` is: its number among all the
+    documents of the stream (as a reader counts ``---``) and the line its content starts on. Read
+    from the parser's events (no objects are built), only when an error needs it."""
+
+    def locate() -> str:
+        number = kept = 0
+        events = yaml.parse(text, Loader=yaml.SafeLoader)
+        for event in events:
+            if not isinstance(event, yaml.DocumentStartEvent):
+                continue
+            number += 1
+            content = next(events)
+            empty = (
+                isinstance(content, yaml.ScalarEvent)
+                and content.tag is None
+                and content.implicit[0]
+                and content.value in _NULLS
+            )
+            if empty:
+                continue
+            if kept == index:
+                mark = content.start_mark
+                return _place(number, mark.line + 1) if mark is not None else ""
+            kept += 1
+        return ""
+
+    return locate

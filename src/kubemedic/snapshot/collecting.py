@@ -103,8 +103,22 @@ def collect(
         if not isinstance(items, list):
             raise SnapshotError(f"{here}items: expected a list of objects, found {found(items)}")
         item_kind = kind[: -len("List")] if kind != "List" else None
+        keep = kept.append
         total = 0
         for index, entry in enumerate(items):
+            # The common case first, without a call: an object that says its kind, or takes it
+            # from its typed list. Anything else is the general case below (and its errors).
+            if type(entry) is dict and "items" not in entry:
+                entry_kind = entry.get("kind") or item_kind
+                if type(entry_kind) is str:
+                    if entry_kind in KNOWN_KINDS:
+                        body = objects.LoadedBody(entry)
+                        body["kind"] = entry_kind
+                        keep(body)
+                    else:
+                        unknown[entry_kind[:200]] += 1
+                    total += 1
+                    continue
             total += collect(
                 entry,
                 file=file,

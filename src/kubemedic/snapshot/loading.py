@@ -318,9 +318,16 @@ def _items_of(piece: bytes, shared: dict[str, str] | None, *, where: str) -> lis
     """Parse a run of items; with ``shared``, make their equal strings one object."""
     if shared is None:
         items: list[Any] = orjson.loads(b"[" + piece + b"]")
-        documents.check_depth(items, where=where, limit=_ITEM_DEPTH)
+        try:
+            documents.check_depth(items, where=where, limit=_ITEM_DEPTH)
+        except documents.DocumentError:
+            raise _too_deep(where) from None
         return items
     return _share_strings(piece, shared, where=where)
+
+
+def _too_deep(where: str) -> documents.DocumentError:
+    return documents.DocumentError(f"{where}: nested deeper than {documents.MAX_DEPTH} levels")
 
 
 def _share_strings(piece: bytes, shared: dict[str, str], *, where: str = "snapshot") -> list[Any]:
@@ -334,32 +341,34 @@ def _share_strings(piece: bytes, shared: dict[str, str], *, where: str = "snapsh
     reused by the next piece's objects."""
     items: list[Any] = orjson.loads(b"[" + piece + b"]")
     share = shared.setdefault
-
-    def too_deep() -> documents.DocumentError:
-        return documents.DocumentError(f"{where}: nested deeper than {documents.MAX_DEPTH} levels")
+    limit = _ITEM_DEPTH
 
     def in_map(node: dict[str, Any], depth: int) -> None:
-        if depth > _ITEM_DEPTH:
-            raise too_deep()
         for key, value in node.items():
             kind = type(value)
             if kind is str:
                 node[key] = share(value, value)
             elif kind is dict:
+                if depth >= limit:
+                    raise _too_deep(where)
                 in_map(value, depth + 1)
             elif kind is list:
+                if depth >= limit:
+                    raise _too_deep(where)
                 in_list(value, depth + 1)
 
     def in_list(node: list[Any], depth: int) -> None:
-        if depth > _ITEM_DEPTH:
-            raise too_deep()
         for index, value in enumerate(node):
             kind = type(value)
             if kind is dict:
+                if depth >= limit:
+                    raise _too_deep(where)
                 in_map(value, depth + 1)
             elif kind is str:
                 node[index] = share(value, value)
             elif kind is list:
+                if depth >= limit:
+                    raise _too_deep(where)
                 in_list(value, depth + 1)
 
     in_list(items, 1)

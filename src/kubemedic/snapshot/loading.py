@@ -454,6 +454,12 @@ def _yaml_documents(file: Path, text: str) -> Iterator[Located]:
         parsed = documents.load_yaml_all(text, where=str(file))
     except documents.DocumentError as error:
         raise SnapshotError(str(error)) from None
+    except yaml.reader.ReaderError as error:  # a character YAML does not allow, e.g. NUL
+        line = text.count("\n", 0, error.position) + 1
+        what = f"U+{error.character:04X}" if isinstance(error.character, int) else "a character"
+        raise SnapshotError(f"{file}: line {line}: invalid YAML: {what} is not allowed") from None
+    except yaml.YAMLError as error:
+        raise SnapshotError(f"{file}: invalid YAML: {' '.join(str(error).split())}") from None
     if len(parsed) == 1:
         yield parsed[0], _nowhere
         return

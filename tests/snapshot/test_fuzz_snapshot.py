@@ -3,7 +3,7 @@ bytes flipped, a value replaced by one of another type, nested deep, compressed 
 compressed bytes broken). Whatever the input, the scan ends in exit 0 or 1 (valid input), or 2
 with one ``error:`` line naming the file; never 3 (a bug), never a traceback.
 
-Bounded here (a few dozen examples, well under a minute); raise ``KUBEMEDIC_FUZZ_EXAMPLES`` for a
+Bounded here (300 examples, well under a minute); raise ``KUBEMEDIC_FUZZ_EXAMPLES`` for a
 longer search.
 """
 
@@ -35,7 +35,7 @@ BASES = [
     SNAPSHOTS / "2-node-repair" / "workloads.yaml",
     SNAPSHOTS / "1-live-edit-storm" / "nodes.json",
 ]
-EXAMPLES = int(os.environ.get("KUBEMEDIC_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("KUBEMEDIC_FUZZ_EXAMPLES", "300"))
 
 
 def _content(path: Path) -> bytes:
@@ -84,15 +84,16 @@ def _nested(depth: int) -> str:
     return f"@@nest{depth}@@"
 
 
+_INTS = st.integers(min_value=-(2**63), max_value=2**63 - 1)  # what JSON tools write
 REPLACEMENTS = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    _INTS,
     st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from(["", "12XB", "-1", "1e400", "NaN", "2023-02-01T20:00:00", "\u0000", "List"]),
     st.text(max_size=30),
-    st.lists(st.integers(), max_size=3),
-    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    st.lists(_INTS, max_size=3),
+    st.dictionaries(st.text(max_size=5), _INTS, max_size=3),
     st.integers(min_value=150, max_value=3000).map(_nested),
 )
 

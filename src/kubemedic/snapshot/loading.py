@@ -1,19 +1,20 @@
 """Reading cluster snapshots: what ``kubectl get ... -o json`` (or ``-o yaml``) prints.
 
 A snapshot is a file or a directory of files (walked recursively, in name order, hidden files
-skipped). Each file is ``.json``, ``.yaml`` or ``.yml``, optionally gzip-compressed (``.gz``), and
-holds a single object, a ``List`` (``kubectl get -o json`` of several kinds), a typed list as the
-REST API returns it (``PodList``, whose items carry no ``kind``: it is taken from the list), or
-several YAML documents. JSON files may also hold several concatenated documents (``kubectl get -w
--o json`` output).
+skipped; ``reading`` finds them and reads them within limits). Each file is ``.json``, ``.yaml``
+or ``.yml``, optionally gzip-compressed (``.gz``), and holds a single object, a ``List``
+(``kubectl get -o json`` of several kinds), a typed list as the REST API returns it (``PodList``,
+whose items carry no ``kind``: it is taken from the list), or several YAML documents. JSON files
+may also hold several concatenated documents (``kubectl get -w -o json`` output). Every document
+is parsed by :mod:`kubemedic.model.documents` (or, for a large list, piece by piece with the same
+nesting limit), so nesting past ``documents.MAX_DEPTH`` and YAML alias bombs are refused.
 
 The whole snapshot is read and checked before anything is judged, so a malformed file stops the
-scan with ``SnapshotError`` naming the file and the line/column (or byte offset) at fault, and
-nothing is half-printed. Objects of kinds kubemedic does not use are counted, not kept.
-
-Quantities in the objects the checks read (container requests/limits, pod overhead, node
-capacity/allocatable) are validated here too: the API server would have refused an invalid one,
-so it marks a damaged or hand-edited file, reported with the file, object and field.
+scan with ``SnapshotError`` naming the file and the line/column (or byte offset), document and
+item at fault, and nothing is half-printed. A file holding no document, and a snapshot holding no
+object at all (``EmptySnapshotError``, unless ``allow_empty``), are errors too. Objects of kinds
+kubemedic does not use are counted, not kept (``collecting``, which also validates the
+quantities the checks read).
 """
 
 from __future__ import annotations

@@ -103,3 +103,9 @@ def test_invalid_json_names_the_line_and_column() -> None:
 def test_two_documents_where_one_is_expected() -> None:
     with pytest.raises(DocumentError, match="expected one YAML document, found 2"):
         load_yaml("a: 1\n---\nb: 2\n", where="c.yaml")
+
+
+@pytest.mark.parametrize(("text", "line"), [("a: 1\nb: \x00\n", 2), ("\x07", 1)])
+def test_a_character_yaml_forbids_names_the_line(text: str, line: int) -> None:
+    with pytest.raises(DocumentError, match=rf"^n.yaml: line {line}: invalid YAML: character U\+"):
+        load_yaml(text, where="n.yaml")

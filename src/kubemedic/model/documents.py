@@ -93,7 +93,10 @@ def load_yaml(text: str, *, where: str) -> Any:
 
 def load_yaml_all(text: str, *, where: str) -> list[Any]:
     """Every document of a YAML stream (``---`` separated), empty documents left out."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # reading checks the characters: a NUL is an error here
+    except yaml.reader.ReaderError as error:
+        raise DocumentError(f"{where}: {_reader_problem(text, error)}") from None
     loader.where = where
     documents: list[Any] = []
     try:
@@ -105,6 +108,8 @@ def load_yaml_all(text: str, *, where: str) -> list[Any]:
             documents.append(loader.construct_document(node))
     except DocumentError:
         raise
+    except yaml.reader.ReaderError as error:
+        raise DocumentError(f"{where}: {_reader_problem(text, error)}") from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = f"line {mark.line + 1}: " if mark is not None else ""
@@ -117,6 +122,15 @@ def load_yaml_all(text: str, *, where: str) -> list[Any]:
     finally:
         loader.dispose()
     return [document for document in documents if document is not None]
+
+
+def _reader_problem(text: str, error: yaml.reader.ReaderError) -> str:
+    """A character YAML does not allow, with its line: ``line 3: invalid YAML: character
+    U+0000 is not allowed``."""
+    line = text.count("\n", 0, max(error.position, 0)) + 1
+    character = error.character
+    code = ord(character) if isinstance(character, str) else int(character)
+    return f"line {line}: invalid YAML: character U+{code:04X} is not allowed"
 
 
 class _Loader(yaml.SafeLoader):

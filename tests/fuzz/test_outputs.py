@@ -69,14 +69,15 @@ def test_an_interrupted_run_leaves_the_old_output_intact(tmp_path: Path) -> None
     target.write_text('{"kind": "List", "items": []}')
     before = target.read_bytes()
     process = subprocess.Popen(
-        [sys.executable, "-c", _LAUNCH, "sim", "run", "node-failures", "--snapshot-out",
-         str(target)],
+        [sys.executable, "-c", _LAUNCH, "sim", "run", "node-failures", "--speed", "1",
+         "--until", "1h", "--snapshot-out", str(target)],
         env=environment(tmp_path),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )  # fmt: skip
-    time.sleep(3.0)
+    time.sleep(3.0)  # paced at real time, it is still running: killed mid-run
+    assert process.poll() is None
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
     assert target.read_bytes() == before

@@ -47,42 +47,69 @@ def bad_kubeconfigs(tmp: Path, good: str) -> list[tuple[str, Path, str]]:
     """(label, kubeconfig file, what the error must name)."""
     exec_user = {"apiVersion": "client.authentication.k8s.io/v1beta1", "interactiveMode": "Never"}
     cases = [
-        ("server port 99999", servers.kubeconfig(tmp / "a", "http://127.0.0.1:99999"), "99999"),
-        ("server port -1", servers.kubeconfig(tmp / "b", "http://127.0.0.1:-1"), "-1"),
-        ("server not a URL", servers.kubeconfig(tmp / "c", "::not a url::"), "not a url"),
-        ("server refuses", servers.kubeconfig(tmp / "d", "http://127.0.0.1:9"), "127.0.0.1"),
+        (
+            "server port 99999",
+            servers.kubeconfig(tmp / "kubeconfig-a", "http://127.0.0.1:99999"),
+            "99999",
+        ),
+        ("server port -1", servers.kubeconfig(tmp / "kubeconfig-b", "http://127.0.0.1:-1"), "-1"),
+        (
+            "server not a URL",
+            servers.kubeconfig(tmp / "kubeconfig-c", "::not a url::"),
+            "not a url",
+        ),
+        (
+            "server refuses",
+            servers.kubeconfig(tmp / "kubeconfig-d", "http://127.0.0.1:9"),
+            "127.0.0.1",
+        ),
         (
             "exec plugin missing",
             servers.kubeconfig(
-                tmp / "e", good, user={"exec": {**exec_user, "command": "/no/such/plugin"}}
+                tmp / "kubeconfig-e",
+                good,
+                user={"exec": {**exec_user, "command": "/no/such/plugin"}},
             ),
             "/no/such/plugin",
         ),
         (
             "exec plugin prints non-JSON",
             servers.kubeconfig(
-                tmp / "f",
+                tmp / "kubeconfig-f",
                 good,
-                user={"exec": {**exec_user, "command": _script(tmp / "p1", "print('hello')")}},
+                user={
+                    "exec": {**exec_user, "command": _script(tmp / "plugin-p1", "print('hello')")}
+                },
             ),
-            "p1",
+            "plugin-p1",
         ),
         (
             "exec plugin fails",
             servers.kubeconfig(
-                tmp / "g",
+                tmp / "kubeconfig-g",
                 good,
-                user={"exec": {**exec_user, "command": _script(tmp / "p2", "raise SystemExit(3)")}},
+                user={
+                    "exec": {
+                        **exec_user,
+                        "command": _script(tmp / "plugin-p2", "raise SystemExit(3)"),
+                    }
+                },
             ),
-            "p2",
+            "plugin-p2",
         ),
     ]
-    (tmp / "h").write_text("clusters: [\n")
-    (tmp / "i").write_text("clusters:\n  - " + "[" * 5000 + "]" * 5000 + "\n")
-    (tmp / "j").write_bytes(b"\xff\xfe not yaml")
-    (tmp / "k").write_text(json.dumps({"apiVersion": "v1", "kind": "Config"}))
-    cases += [("not YAML", tmp / "h", "h"), ("nested 5,000 deep", tmp / "i", "i")]
-    cases += [("not UTF-8", tmp / "j", "j"), ("no contexts", tmp / "k", "k")]
+    (tmp / "kubeconfig-h").write_text("clusters: [\n")
+    (tmp / "kubeconfig-i").write_text("clusters:\n  - " + "[" * 5000 + "]" * 5000 + "\n")
+    (tmp / "kubeconfig-j").write_bytes(b"\xff\xfe not yaml")
+    (tmp / "kubeconfig-k").write_text(json.dumps({"apiVersion": "v1", "kind": "Config"}))
+    cases += [
+        ("not YAML", tmp / "kubeconfig-h", "kubeconfig-h"),
+        ("nested 5,000 deep", tmp / "kubeconfig-i", "kubeconfig-i"),
+    ]
+    cases += [
+        ("not UTF-8", tmp / "kubeconfig-j", "kubeconfig-j"),
+        ("no contexts", tmp / "kubeconfig-k", "kubeconfig-k"),
+    ]
     cases += [("a directory", tmp, tmp.name), ("missing", tmp / "nope", "nope")]
     return cases
 

@@ -100,3 +100,11 @@ def test_cache_benchmark_measures_memory_per_pod_and_reflector_rates() -> None:
     assert "target <= 1536 bytes per cached pod:" in out
     assert "reflector: list of 500 pods" in out and "watch of 2,000 changes" in out
     assert "reflector CPU (client process)" in out
+
+
+@pytest.mark.timeout(300)
+def test_fuzz_benchmark_drives_every_input_path_and_prints_a_summary() -> None:
+    out = run_bench("fuzz.py", "--examples", "2", "--seconds", "60", "--no-catalogue")
+    for path in ("snapshot: wrong types", "snapshot: bytes", "config", "scenario", "flags"):
+        assert re.search(rf"^{re.escape(path)} +\d+ tried +\d+ failed", out, re.M)
+    assert re.search(r"^summary: \d+ inputs tried, \d+ failures", out, re.M)

@@ -160,3 +160,42 @@ def test_decodable_bodies_pass() -> None:
     body["spec"]["template"]["metadata"]["creationTimestamp"] = None
     assert decoding.decoding_error(body, DEPLOYMENT, kind="Deployment", version="v1") is None
     assert decoding.decoding_error({"x": 1}, None, kind="Machine", version="v1beta1") is None
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "words"),
+    [
+        (
+            ("spec", "selector", "matchLabels"),
+            -1,
+            "number into Go struct field "
+            "LabelSelector.spec.selector.matchLabels of type map[string]string",
+        ),
+        (
+            ("spec", "selector"),
+            "app=web",
+            "string into Go struct field DeploymentSpec.spec.selector of type v1.LabelSelector",
+        ),
+        (
+            ("spec", "selector", "matchExpressions"),
+            {"key": "a"},
+            "object into Go struct field "
+            "LabelSelector.spec.selector.matchExpressions of type []v1.LabelSelectorRequirement",
+        ),
+    ],
+)
+def test_an_object_map_or_list_of_the_wrong_json_type_is_a_bad_request(
+    path: tuple[str, ...], value: object, words: str
+) -> None:
+    body = manifest(deployment("web"))
+    parent = body
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    assert not decoding.is_clean(body, DEPLOYMENT)
+    error = decoding.decoding_error(body, DEPLOYMENT, kind="Deployment", version="v1")
+    assert error is not None and error.code == 400
+    assert error.message == (
+        f'Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal '
+        f"{words}"
+    )

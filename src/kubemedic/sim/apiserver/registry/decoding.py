@@ -231,13 +231,14 @@ def _clean(value: Any, node: SchemaNode) -> bool:
                         return False
                 elif child_code != _FREE and not _clean(item, known[0]):
                     return False
-        return True
+            return True
+        return False  # an object expected: decoding_error names it
     if code == _SCALAR:
         return _scalar_fits(value, detail)
     if code == _LIST:
-        return not isinstance(value, list) or all(_clean(item, detail) for item in value)
+        return isinstance(value, list) and all(_clean(item, detail) for item in value)
     if code == _MAP:
-        return not isinstance(value, dict) or all(_clean(item, detail) for item in value.values())
+        return isinstance(value, dict) and all(_clean(item, detail) for item in value.values())
     if code == _QUANTITY:
         return _quantity_problem(value) is None
     return code == _FREE
@@ -311,7 +312,37 @@ def _first_undecodable(value: Any, node: SchemaNode, *, struct: str, path: str) 
                 return problem
     elif node.kind == "scalar" and "oneOf" not in node.body:
         return _scalar_problem(value, node, struct=struct, path=path)
+    elif node.kind in ("struct", "map", "list") and not _fits(value, node.kind):
+        return (
+            f"json: cannot unmarshal {_json_given(value)} into Go struct field "
+            f"{struct}.{path} of type {_go_type(node)}"
+        )
     return None
+
+
+def _fits(value: Any, kind: str) -> bool:
+    return isinstance(value, list) if kind == "list" else isinstance(value, dict)
+
+
+def _json_given(value: Any) -> str:
+    return {str: "string", bool: "bool", list: "array", dict: "object"}.get(type(value), "number")
+
+
+def _go_type(node: SchemaNode) -> str:
+    """Go's spelling of a composite field's type, as encoding/json names it in its errors."""
+    if node.kind == "struct":
+        name = (node.type_name or "").rsplit(".", 2)
+        return ".".join(name[-2:]) if len(name) >= 2 else (node.type_name or "struct")
+    inner = node.values if node.kind == "map" else node.items
+    element = "interface {}"
+    if inner is not None:
+        if inner.kind == "scalar":
+            types = inner.body.get("type")
+            wanted = types if isinstance(types, str) else "string"
+            element = str(inner.body.get("format") or _GO_SCALARS.get(wanted, "string"))
+        else:
+            element = _go_type(inner)
+    return f"map[string]{element}" if node.kind == "map" else f"[]{element}"
 
 
 def _quantity_problem(value: Any) -> str | None:

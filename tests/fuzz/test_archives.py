@@ -79,7 +79,22 @@ def _drop(table: str) -> Callable[[sqlite3.Connection], object]:
 
 def _set(table: str, column: str, value: object) -> Callable[[sqlite3.Connection], object]:
     sql = f'UPDATE {table} SET "{column}" = ? WHERE rowid IN (SELECT rowid FROM {table} LIMIT 1)'
-    return lambda db: db.execute(sql, (value,))
+
+    def damage(db: sqlite3.Connection) -> None:
+        assert db.execute(sql, (value,)).rowcount == 1, f"{table} has no row to damage"
+
+    return damage
+
+
+def _unknown_severity(db: sqlite3.Connection) -> None:
+    """A finding row (the archive built for these tests holds none) with a severity no
+    kubemedic writes."""
+    db.execute(
+        "INSERT INTO findings (cluster, fingerprint, \"check\", severity, object_api_version,"
+        " object_kind, object_namespace, object_name, message, evidence, cause, first_seen,"
+        " last_seen, scans) VALUES ('default', 'f1', 'oom-killed', 'apocalyptic', 'v1', 'Pod',"
+        " 'prod', 'hub', 'm', '{}', 'c', 1700000000.0, 1700000060.0, 1)"
+    )
 
 
 DAMAGE: dict[str, Callable[[sqlite3.Connection], object]] = {
@@ -89,9 +104,9 @@ DAMAGE: dict[str, Callable[[sqlite3.Connection], object]] = {
     "alembic_version dropped": _drop("alembic_version"),
     "event times are text": _set("events", "last_seen", "yesterday"),
     "event counts are text": _set("event_counts", "count", "many"),
-    "termination times are blobs": _set("terminations", "at", b"\x00\x01"),
+    "termination times are blobs": _set("terminations", "finished_at", b"\x00\x01"),
     "eviction times are text": _set("evictions", "at", "soon"),
-    "finding severities unknown": _set("findings", "severity", "apocalyptic"),
+    "finding severities unknown": _unknown_severity,
     "schema version unknown": _set("alembic_version", "version_num", "zzzz"),
 }
 

@@ -28,6 +28,7 @@ __all__ = [
     "check_all",
     "check_value",
     "expected",
+    "scan_sqlite",
     "shown",
     "shown_text",
     "where",
@@ -136,6 +137,58 @@ def check(table: str, row: Row) -> Row:
             continue
         raise expected(table, row, name, what if value is not None else what + ", not NULL", value)
     return row
+
+
+_SQLITE_TYPES: Final[dict[tuple[type, ...], tuple[str, ...]]] = {
+    _NUMBER: ("integer", "real"),
+    _INTEGER: ("integer",),
+    _TEXT: ("text",),
+}
+_VALUES: Final[dict[tuple[str, str], tuple[str, ...]]] = {
+    ("findings", "severity"): ("critical", "warning", "info"),
+}
+"""Text columns that hold one of a few words; ``scan_sqlite`` checks them too."""
+
+
+def _offending(table: sa.Table) -> sa.Select[Any]:
+    """The first row of ``table`` with a value ``check`` refuses, by SQLite's ``typeof`` (a
+    column's type is only a preference there), or a word its column does not hold."""
+    conditions: list[sa.ColumnElement[bool]] = []
+    for name, allowed, nullable, _, time in _SPECS[table.name]:
+        column = table.c[name]
+        kinds = [*_SQLITE_TYPES.get(allowed, ("text",)), *(("null",) if nullable else ())]
+        conditions.append(sa.func.typeof(column).not_in(kinds))
+        if time:
+            conditions.append(
+                sa.and_(
+                    sa.func.typeof(column).in_(["integer", "real"]),
+                    sa.or_(column < _EARLIEST, column > _LATEST),
+                )
+            )
+        words = _VALUES.get((table.name, name))
+        if words:
+            conditions.append(
+                sa.and_(sa.func.typeof(column) == "text", sa.func.lower(column).not_in(words))
+            )
+    return sa.select(table).where(sa.or_(*conditions)).limit(1)
+
+
+def scan_sqlite(connection: Any) -> None:
+    """Read every row of every table of a SQLite archive for a value of the wrong type (or a
+    word a column does not hold) and raise ``RowError`` for the first found, naming its table,
+    row and column: one table scan each, about what ``PRAGMA quick_check`` costs. ``connection``
+    is a SQLAlchemy connection."""
+    for table in schema.metadata.sorted_tables:
+        found = connection.execute(_offending(table)).mappings().first()
+        if found is None:
+            continue
+        check(table.name, found)
+        for column in table.columns:
+            words = _VALUES.get((table.name, column.name))
+            value = found.get(column.name)
+            if words and isinstance(value, str) and value.lower() not in words:
+                raise expected(table.name, found, column.name, "one of " + ", ".join(words), value)
+        raise RowError(f"{where(table.name, found)}: a value of the wrong type")
 
 
 def check_all(table: str, rows: Iterable[Row]) -> list[Row]:

@@ -37,7 +37,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from kubemedic.checks.findings import Finding
 from kubemedic.errors import InputError
 from kubemedic.store import episodes, schema, writer
-from kubemedic.store.checking import RowError, shown_text
+from kubemedic.store.checking import RowError, scan_sqlite, shown_text
 
 __all__ = [
     "DEFAULT_DB",
@@ -480,6 +480,8 @@ def _check_schema(connection: Connection, shown: str, *, pages: bool) -> None:
 
 
 def _check_sqlite_pages(connection: Connection, shown: str) -> None:
+    """Every page readable, then every row's values of their columns' types (SQLite keeps
+    whatever was written): a damaged archive is named before anything reads or writes it."""
     found = [str(row[0]) for row in connection.exec_driver_sql("PRAGMA quick_check(3)")]
     if found and found != ["ok"]:
         said = " ".join(" ".join(found).replace("*** in database main ***", "").split())
@@ -488,3 +490,9 @@ def _check_sqlite_pages(connection: Connection, shown: str) -> None:
             "changed nothing in it; restore a copy, or recover what is readable with "
             "`sqlite3 FILE .recover`)"
         )
+    try:
+        scan_sqlite(connection)
+    except RowError as error:
+        raise ArchiveError(
+            f"the archive {shown} is damaged: {error} (kubemedic changed nothing in it)"
+        ) from None

@@ -162,3 +162,25 @@ def test_the_debug_flag_prints_the_traceback_of_a_bug(
         cli.main(["--debug", "checks", "probe-restarts"])
     assert done.value.code == 3
     assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["sim", "run", "healthy", "--speed", "12XB"], "'--speed': expected a number, got '12XB'"),
+        (["sim", "run", "healthy", "--seed=1e-300"], "'--seed': expected a whole number, got"),
+        (["scan", "--fail-on", "xx"], "'xx' is not one of 'critical'"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_said_without_pydantic(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import kubemedic.cli as cli
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert words in err
+    assert "Input should be" not in err and "Value error" not in err
+    assert err.count("'xx'") <= 1

@@ -90,7 +90,7 @@ def _unknown_severity(db: sqlite3.Connection) -> None:
     """A finding row (the archive built for these tests holds none) with a severity no
     kubemedic writes."""
     db.execute(
-        "INSERT INTO findings (cluster, fingerprint, \"check\", severity, object_api_version,"
+        'INSERT INTO findings (cluster, fingerprint, "check", severity, object_api_version,'
         " object_kind, object_namespace, object_name, message, evidence, cause, first_seen,"
         " last_seen, scans) VALUES ('default', 'f1', 'oom-killed', 'apocalyptic', 'v1', 'Pod',"
         " 'prod', 'hub', 'm', '{}', 'c', 1700000000.0, 1700000060.0, 1)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -103,7 +104,8 @@ def _run(args: list[str]) -> int:
         context = usage.ctx if isinstance(usage, UsageError) else None
         where = f"{context.command_path}: " if context is not None else ""
         hint = f" (see '{context.command_path} --help')" if context is not None else ""
-        return _error(f"{where}{usage.format_message()}{hint}", code=usage.exit_code)
+        message = _plain(usage.format_message(), _given(usage, args))
+        return _error(f"{where}{message}{hint}", code=usage.exit_code)
     except KubemedicError as error:  # one a command did not word itself: still exit 2
         return _error(str(error))
     except BrokenPipeError:  # `kubemedic ... | head`: the reader left; say nothing
@@ -115,6 +117,41 @@ def _run(args: list[str]) -> int:
     except Exception as error:  # the one place a bug becomes exit 3
         return _bug(error)
     return outcome if isinstance(outcome, int) and not isinstance(outcome, bool) else 0
+
+
+# Typer checks option values with pydantic and words its errors so; said here as the README does.
+_PYDANTIC = (
+    (re.compile(r"Input should be a valid integer[^']*"), "expected a whole number"),
+    (re.compile(r"Input should be a valid number[^']*"), "expected a number"),
+    (re.compile(r"Input should be a valid boolean[^']*"), "expected true or false"),
+    (re.compile(r"Input should be a finite number[^']*"), "expected a finite number"),
+    (re.compile(r"Input should be "), "expected "),
+    (re.compile(r"Value error, "), ""),
+)
+
+
+def _plain(message: str, given: str | None) -> str:
+    """A usage error's message without pydantic's words, with the value given (200 chars)."""
+    plain = message
+    for pattern, words in _PYDANTIC:
+        plain = pattern.sub(words, plain)
+    plain = plain.rstrip()
+    if plain != message and given is not None and repr(given[:200]) not in plain:
+        plain = f"{plain.rstrip('.')}, got {given[:200]!r}"
+    return plain
+
+
+def _given(usage: ClickException, args: list[str]) -> str | None:
+    """The value the user gave the option a usage error is about, read back from ``args``."""
+    param = getattr(usage, "param", None)
+    names = list(getattr(param, "opts", []) or [])
+    for index, arg in enumerate(args):
+        for name in names:
+            if arg == name and index + 1 < len(args):
+                return args[index + 1]
+            if arg.startswith(name + "="):
+                return arg[len(name) + 1 :]
+    return None
 
 
 def _error(message: str, *, code: int = 2) -> int:

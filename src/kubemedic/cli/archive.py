@@ -94,15 +94,15 @@ def _moment(flag: str, text: str | None) -> Moment:
     duration = parse_duration(text)
     if duration is not None:
         return duration
-    from kubemedic.model import objects  # noqa: PLC0415 - loaded when a command runs
+    from kubemedic.model import timing  # noqa: PLC0415 - loaded when a command runs
 
-    when = objects.parse_time(text.strip())
-    if when is None:
+    try:
+        return timing.parse_time_flag(flag, text, earliest=datetime.min.replace(tzinfo=UTC))
+    except timing.TimeError:
         raise _fail(
-            f"{flag} {text!r}: expected a duration such as 30s, 2h, 7d or 1h30m, or an RFC 3339 "
-            "time such as 2023-02-01T20:00:00Z"
-        )
-    return when
+            f"{flag} {text[:200]!r}: expected a duration such as 30s, 2h, 7d or 1h30m, or an "
+            "RFC 3339 time with a zone such as 2023-02-01T20:00:00Z"
+        ) from None
 
 
 LimitOption = Annotated[

@@ -12,7 +12,6 @@ Kubernetes client); on a terminal, reading and checking show their progress on s
 from __future__ import annotations
 
 import enum
-import re
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -48,42 +47,16 @@ def register(app: typer.Typer) -> None:
     app.command(name="checks")(list_checks)
 
 
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
-AT_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
-AT_LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
-"""The range ``--at`` accepts: from the Unix epoch (no Kubernetes object is older), to a
-distant future that still leaves every check's arithmetic on times far from the calendar's
-end (year 9999)."""
-
-
 def _parse_at(text: str | None) -> datetime | None:
-    """``--at``: an RFC 3339 time with a zone, within ``AT_EARLIEST``..``AT_LATEST``."""
+    """``--at``: an RFC 3339 time with a zone, from 1970 to 2999 (``timing.parse_time_flag``)."""
     if text is None:
         return None
-    from kubemedic.model import objects  # noqa: PLC0415 - loaded when a command runs
+    from kubemedic.model import timing  # noqa: PLC0415 - loaded when a command runs
 
-    shown = repr(text[:200])
-    wanted = "an RFC 3339 time with a zone, such as 2023-02-01T20:00:00Z"
-    if _RFC3339.fullmatch(text.strip()) is None:
-        raise _fail(f"--at {shown}: expected {wanted}")
-    # Python reads at most microseconds: drop the digits past them.
-    fraction = re.sub(r"(\.\d{6})\d+", r"\1", text.strip())
     try:
-        parsed = datetime.fromisoformat(fraction.replace("z", "Z"))
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
-        raise _fail(f"--at {shown}: expected {wanted}")
-    try:
-        within = AT_EARLIEST <= parsed <= AT_LATEST
-    except OverflowError:  # an offset that takes it past the calendar's ends
-        within = False
-    if not within:
-        raise _fail(
-            f"--at {shown}: expected a time from {objects.format_time(AT_EARLIEST)} "
-            f"to {objects.format_time(AT_LATEST)}"
-        )
-    return parsed.astimezone(UTC)
+        return timing.parse_time_flag("--at", text)
+    except timing.TimeError as error:
+        raise _fail(str(error)) from None
 
 
 def exit_code(findings: list[Finding], fail_on: FailOn) -> int:

@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from kubemedic.cli import _common
-from kubemedic.model import objects
+from kubemedic.model import timing
 from kubemedic.model.durations import DurationError, parse_duration
 from kubemedic.output import files
 
@@ -74,9 +74,13 @@ def _check_whole(flag: str, value: int, *, low: int, high: int, what: str) -> No
 
 
 def _check_clock_start(text: str) -> None:
-    moment = objects.parse_time(text) if text not in ("snapshot", "now") else None
-    if moment is not None and not 1970 <= moment.year < 9000:
-        raise _common._fail(f"--clock-start: expected a time from 1970 to 9000, got {text!r}")
+    """``snapshot``, ``now`` or an RFC 3339 time with a zone from 1970 to 2999."""
+    if text in ("snapshot", "now"):
+        return
+    try:
+        timing.parse_time_flag("--clock-start", text)
+    except timing.TimeError as error:
+        raise _common._fail(f"{error} (or 'snapshot' or 'now')") from None
 
 
 def _checked_faults(items: list[str], known: type) -> list[str]:

@@ -7,12 +7,64 @@ server) reads as "just now", not as a negative age.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import re
+from datetime import UTC, datetime, timedelta
 
+from kubemedic.errors import InputError
 from kubemedic.model import objects
 from kubemedic.model.objects import Body
 
-__all__ = ["created_at", "human_duration", "kubectl_age", "seconds_since"]
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "TimeError",
+    "created_at",
+    "human_duration",
+    "kubectl_age",
+    "parse_time_flag",
+    "seconds_since",
+]
+
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
+"""The times a flag accepts: from the Unix epoch (no Kubernetes object is older) to a distant
+future that still leaves every check's arithmetic on times far from the calendar's end."""
+
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
+
+
+class TimeError(InputError, ValueError):
+    """A time given on the command line could not be read; the message names the flag."""
+
+
+def parse_time_flag(
+    flag: str, text: str, *, earliest: datetime = EARLIEST, latest: datetime = LATEST
+) -> datetime:
+    """A time given to ``flag`` (``--at``, ``--since``): RFC 3339 with a zone (``Z`` or
+    ``+01:00``; a time without one is refused, not guessed), within ``earliest``..``latest``;
+    in UTC. ``TimeError`` names the flag and echoes at most 200 characters of ``text``."""
+    shown = repr(text[:200])
+    wanted = "an RFC 3339 time with a zone, such as 2023-02-01T20:00:00Z"
+    if _RFC3339.fullmatch(text.strip()) is None:
+        raise TimeError(f"{flag} {shown}: expected {wanted}")
+    # Python reads at most microseconds: drop the digits past them.
+    fraction = re.sub(r"(\.\d{6})\d+", r"\1", text.strip())
+    try:
+        parsed = datetime.fromisoformat(fraction.replace("z", "Z"))
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise TimeError(f"{flag} {shown}: expected {wanted}")
+    try:
+        within = earliest <= parsed <= latest
+    except OverflowError:  # an offset that takes it past the calendar's ends
+        within = False
+    if not within:
+        raise TimeError(
+            f"{flag} {shown}: expected a time from {objects.format_time(earliest)} "
+            f"to {objects.format_time(latest)}"
+        )
+    return parsed.astimezone(UTC)
 
 
 def created_at(body: Body) -> datetime | None:

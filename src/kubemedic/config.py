@@ -155,8 +155,8 @@ def _dataclass(value: Any, target: type, *, where: str) -> Any:
     fields = {item.name: item for item in dataclasses.fields(target)}
     hints = typing.get_type_hints(target)
     spelled: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    for key, item in value.items():
+    # The keys first (unknown, or one setting in two spellings), then the values.
+    for key in value:
         name = _snake(key) if isinstance(key, str) else ""
         if name not in fields:
             known = [settings.camel(n) if _is_camel(key) else n for n in fields]
@@ -166,7 +166,10 @@ def _dataclass(value: Any, target: type, *, where: str) -> Any:
                 f"{where}: {spelled[name]} and {key} are the same setting; give it once"
             )
         spelled[name] = key
-        values[name] = _value(item, hints[name], fields[name], where=f"{where}.{key}")
+    values: dict[str, Any] = {
+        name: _value(value[key], hints[name], fields[name], where=f"{where}.{key}")
+        for name, key in spelled.items()
+    }
     missing = [
         settings.camel(name)
         for name, item in fields.items()

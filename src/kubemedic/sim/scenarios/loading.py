@@ -417,7 +417,15 @@ def _check_size(scenario: Scenario) -> Iterator[tuple[str, str]]:
                 yield f"timeline[{i}].patch", f"{asked:,} replicas; at most {MAX_PODS:,}"
             pods += asked
     if pods > MAX_PODS:
-        yield "objects", f"up to {pods:,} pods; at most {MAX_PODS:,}"
+        biggest = max(manifests, key=_replicas, default=None)
+        most_of = ""
+        if biggest is not None and _replicas(biggest) > 0:
+            meta = biggest.get("metadata")
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            most_of = f" (the most: {biggest.get('kind')} {name}, {_replicas(biggest):,} replicas)"
+        elif daemonsets:
+            most_of = f" ({daemonsets} DaemonSets on each of up to {most:,} nodes)"
+        yield "objects", f"up to {pods:,} pods{most_of}; at most {MAX_PODS:,}"
 
 
 def _replicas(value: object) -> int:

@@ -421,16 +421,8 @@ def _user(entry: _Entry) -> User:
 
 
 def _a(value: object) -> str:
-    """What a YAML value is, in the user's words: ``a list``, ``a string``, ``a number``."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "a mapping" if isinstance(value, dict) else "a value of another kind"
+    """What a YAML value is, in the user's words: ``a list``, ``a string``, ``a mapping``."""
+    return documents.value_kind(value, mapping="a mapping")
 
 
 def _shown(text: str) -> str:

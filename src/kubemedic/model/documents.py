@@ -18,6 +18,8 @@ Pure: text in, Python values out; no I/O. May import: kubemedic.errors, PyYAML a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import date, datetime
 from typing import Any
 
 import orjson
@@ -34,6 +36,7 @@ __all__ = [
     "load_json",
     "load_yaml",
     "load_yaml_all",
+    "value_kind",
 ]
 
 MAX_DEPTH = 200
@@ -207,3 +210,28 @@ def _children(node: Node) -> list[Node]:
     if isinstance(node, ScalarNode):
         return []
     return []
+
+
+def value_kind(value: Any, *, mapping: str = "an object") -> str:
+    """What a parsed value is, in the words of a JSON or YAML user (``null``, ``a number``,
+    ``an empty list``), for messages that say what was found instead of what was expected;
+    ``mapping`` is what a mapping is called (``an object`` in JSON, ``a mapping`` in YAML)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "an empty string" if not value else "a string"
+    if isinstance(value, list | tuple):
+        return "a list" if value else "an empty list"
+    if isinstance(value, Mapping):
+        return mapping
+    if isinstance(value, datetime | date):
+        return "a timestamp"
+    if isinstance(value, bytes):
+        return "binary data"
+    if isinstance(value, set | frozenset):
+        return "a set"
+    return "a value of another type"

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from kubemedic.errors import InputError
 from kubemedic.model import names
+from kubemedic.model.documents import value_kind
 
 __all__ = [
     "DOES_NOT_EXIST",
@@ -363,19 +364,19 @@ class LabelSelector:
         if selector is None:
             return cls(nothing=True)
         if not isinstance(selector, Mapping):
-            raise SelectorError(f"a label selector is an object, not {_json_kind(selector)}")
+            raise SelectorError(f"a label selector is an object, not {value_kind(selector)}")
         match_labels = selector.get("matchLabels") or {}
         expressions = selector.get("matchExpressions") or []
         if not isinstance(match_labels, Mapping):
-            raise SelectorError(f"matchLabels is an object, not {_json_kind(match_labels)}")
+            raise SelectorError(f"matchLabels is an object, not {value_kind(match_labels)}")
         if not isinstance(expressions, list):
-            raise SelectorError(f"matchExpressions is a list, not {_json_kind(expressions)}")
+            raise SelectorError(f"matchExpressions is a list, not {value_kind(expressions)}")
         found = [Requirement.new(str(k), EQUALS, [str(v)]) for k, v in match_labels.items()]
         operators = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
         for expression in expressions:
             if not isinstance(expression, Mapping):
                 raise SelectorError(
-                    f"a matchExpressions entry is an object, not {_json_kind(expression)}"
+                    f"a matchExpressions entry is an object, not {value_kind(expression)}"
                 )
             operator = operators.get(str(expression.get("operator", "")))
             if operator is None:
@@ -385,7 +386,7 @@ class LabelSelector:
                 )
             raw_values = expression.get("values") or []
             if not isinstance(raw_values, list):
-                raise SelectorError(f"values is a list, not {_json_kind(raw_values)}")
+                raise SelectorError(f"values is a list, not {value_kind(raw_values)}")
             values = [str(v) for v in raw_values]
             found.append(Requirement.new(str(expression.get("key", "")), operator, values))
         return cls(tuple(sorted(found, key=lambda r: r.key)))
@@ -410,18 +411,3 @@ class LabelSelector:
 
     def __str__(self) -> str:
         return ",".join(str(r) for r in self.requirements)
-
-
-def _json_kind(value: object) -> str:
-    """What a decoded JSON value is, in JSON's words (``a number``, ``null``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object" if isinstance(value, Mapping) else type(value).__name__

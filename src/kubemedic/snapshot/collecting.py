@@ -20,40 +20,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from kubemedic.model import objects, resources
+from kubemedic.model.documents import value_kind
 from kubemedic.model.owners import POD_TEMPLATE_SPECS
 from kubemedic.model.quantities import QuantityError, parse_quantity
 from kubemedic.model.view import KNOWN_KINDS
 from kubemedic.snapshot.reading import SnapshotError
 
-__all__ = ["collect", "found", "validate"]
-
-
-def found(value: Any) -> str:
-    """What ``value`` is, in the words of a JSON or YAML user."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "an empty string" if not value else "a string"
-    if isinstance(value, list | tuple):
-        return "a list" if value else "an empty list"
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, datetime | date):
-        return "a timestamp"
-    if isinstance(value, bytes):
-        return "binary data"
-    if isinstance(value, set | frozenset):
-        return "a set"
-    return "a value of another type"
+__all__ = ["collect", "validate"]
 
 
 def _named(body: Mapping[str, Any]) -> str:
@@ -82,10 +59,10 @@ def collect(
     here = f"{file}: {place}{item}: " if item else f"{file}: {place}"
     if not isinstance(document, dict | Mapping):
         wanted = "a Kubernetes object" if item else "a Kubernetes object or List"
-        raise SnapshotError(f"{here}expected {wanted}, found {found(document)}")
+        raise SnapshotError(f"{here}expected {wanted}, found {value_kind(document)}")
     kind = document.get("kind")
     if kind is not None and not isinstance(kind, str):
-        raise SnapshotError(f"{here}kind: expected a string such as Pod, found {found(kind)}")
+        raise SnapshotError(f"{here}kind: expected a string such as Pod, found {value_kind(kind)}")
     if "items" in document and (not kind or kind.endswith("List") or kind not in KNOWN_KINDS):
         if not kind:
             raise SnapshotError(
@@ -101,7 +78,9 @@ def collect(
         if items is None:  # a nil list, as Go encodes it
             return 0
         if not isinstance(items, list):
-            raise SnapshotError(f"{here}items: expected a list of objects, found {found(items)}")
+            raise SnapshotError(
+                f"{here}items: expected a list of objects, found {value_kind(items)}"
+            )
         item_kind = kind[: -len("List")] if kind != "List" else None
         keep = kept.append
         total = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kubemedic.output.progress import Progress
 
 __all__ = [
+    "ForceOption",
     "OutputFormat",
     "_fail",
     "begin",
@@ -30,6 +31,17 @@ __all__ = [
     "progress",
     "say_error",
 ]
+
+
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace an output path that is a symbolic link, named pipe, socket or device "
+        "(never a directory); without it such a path is refused.",
+    ),
+]
+"""``--force`` of every command that writes a file the user names (see ``output.files``)."""
 
 
 class OutputFormat(enum.StrEnum):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kubemedic.cli import archive as archive_cli
-from kubemedic.cli._common import OutputFormat, _fail, err_console, out_console
+from kubemedic.cli._common import ForceOption, OutputFormat, _fail, err_console, out_console
 from kubemedic.output import files
 
 if TYPE_CHECKING:
@@ -130,14 +130,7 @@ def export(
         Path | None,
         typer.Option("--out", "-o", help="Write to this file, atomically (default: stdout)."),
     ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Replace an --out that is a symbolic link, named pipe, socket or device "
-            "(never a directory); without it such a path is refused.",
-        ),
-    ] = False,
+    force: ForceOption = False,
     db: archive_cli.DbOption = None,
     cluster: archive_cli.ClusterOption = None,
 ) -> None:

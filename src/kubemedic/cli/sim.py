@@ -176,14 +176,7 @@ def sim_serve(
             "watch-drop-after=100, watch-stall=true, latency=0.2 (repeatable).",
         ),
     ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Replace an output path that is a symbolic link, named pipe, socket or device "
-            "(never a directory); without it such a path is refused.",
-        ),
-    ] = False,
+    force: _common.ForceOption = False,
 ) -> None:
     """Run the Kubernetes API emulator until interrupted."""
     import asyncio  # noqa: PLC0415
@@ -275,14 +268,7 @@ def sim_run(
         int | None,
         typer.Option(help="Seed for the simulation's randomness (default: the scenario's)."),
     ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Replace an output path that is a symbolic link, named pipe, socket or device "
-            "(never a directory); without it such a path is refused.",
-        ),
-    ] = False,
+    force: _common.ForceOption = False,
 ) -> None:
     """Run a scenario on the simulated cluster."""
     from kubemedic import simulating  # noqa: PLC0415

@@ -67,6 +67,8 @@ NUMBER_VALUES = {
     "null": None,
     "''": False,
 }
+SIGNED = frozenset({"priority_threshold"})
+"""Settings that take negative numbers."""
 OTHER_VALUES = {
     ".nan": None,
     "-1": None,
@@ -111,6 +113,8 @@ def config_values(draw: st.DrawFn) -> Case:
     table = NUMBER_VALUES if kind in NUMBER else OTHER_VALUES
     value = draw(st.sampled_from(sorted(table)))
     valid = table[value]
+    if path[-1] in SIGNED and value in ("-1", "-0.5"):
+        valid = None  # a Pod priority may be negative (PriorityClass values are int32)
     return config_case(
         f"{check}: {'.'.join(keys)}: {value}",
         _nest(check, keys, value),

@@ -55,6 +55,7 @@ BAD_URLS = {
     "missing parent": ("/no/such/dir/a.db", "/no/such/dir"),
     "empty": ("", "--db"),
     "not UTF-8": (os.fsdecode(b"/tmp/\xff\xfe.db"), "--db"),
+    "a name too long": ("a" * 300 + ".db", "File name too long"),
 }
 
 

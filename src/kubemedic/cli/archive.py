@@ -168,10 +168,15 @@ def _open(db: str | None) -> Iterator[Archive]:
         if database not in ("", ":memory:") and not database.startswith("file:"):
             path = Path(database)
             shown = str(path)
-            if path.is_dir():
+            try:
+                is_dir, exists = path.is_dir(), path.exists()
+                empty = exists and path.is_file() and path.stat().st_size == 0
+            except OSError as error:  # a name too long, a parent that cannot be searched
+                raise _fail(f"--db {shown[:200]}: {error.strerror or error}") from None
+            if is_dir:
                 raise _fail(f"--db {shown}: is a directory, not an archive file")
             # An empty file is no archive either (and opening it would turn it into one).
-            if not path.exists() or (path.is_file() and path.stat().st_size == 0):
+            if not exists or empty:
                 raise _fail(f"no archive at {shown}: run `kubemedic run` first")
             if not path.is_file():
                 raise _fail(f"--db {shown}: not a regular file")

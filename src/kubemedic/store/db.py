@@ -343,14 +343,19 @@ def _check_sqlite_path(url: URL, shown: str) -> None:
     if database in ("", ":memory:") or database.startswith("file:"):
         return
     path = Path(database)
-    if not path.parent.is_dir():
-        raise ArchiveError(
-            f"cannot open the archive {shown}: directory {path.parent} does not exist"
-        )
-    if path.is_dir():
-        raise ArchiveError(f"cannot open the archive {shown}: {path} is a directory, not a file")
-    if path.exists() and not path.is_file():
-        raise ArchiveError(f"cannot open the archive {shown}: {path} is not a file")
+    try:
+        if not path.parent.is_dir():
+            raise ArchiveError(
+                f"cannot open the archive {shown}: directory {path.parent} does not exist"
+            )
+        if path.is_dir():
+            raise ArchiveError(
+                f"cannot open the archive {shown}: {path} is a directory, not a file"
+            )
+        if path.exists() and not path.is_file():
+            raise ArchiveError(f"cannot open the archive {shown}: {path} is not a file")
+    except OSError as error:  # a name too long, a parent that cannot be searched
+        raise ArchiveError(f"cannot open the archive {shown}: {error.strerror or error}") from None
 
 
 def _tune_sqlite(engine: Engine) -> None:

@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kubemedic.cli import main
 from kubemedic.kube.api import ApiError
+from tests.inprocess import kubemedic, one_error_line
 
 BASE = {
     "apiVersion": "v1",
@@ -24,22 +24,6 @@ BASE = {
     "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
     "current-context": "x",
 }
-
-
-def kubemedic(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ended:
-        main(list(args))
-    captured = capsys.readouterr()
-    code = ended.value.code
-    return (code if isinstance(code, int) else 1), captured.out, captured.err
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: "), err
-    assert "internal error" not in err
-    return lines[0]
 
 
 def kubeconfig(tmp_path: Path, server: str, user: dict[str, Any] | None = None) -> Path:

@@ -17,26 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from kubemedic.cli import main
 from kubemedic.store.records import MAX_MESSAGE
 from kubemedic.testing import bodies
+from tests.inprocess import kubemedic, one_error_line
 from tests.sim.conftest import Running, start_emulator
 from tests.store.archived import incident_archive
-
-
-def kubemedic(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ended:
-        main(list(args))
-    captured = capsys.readouterr()
-    code = ended.value.code
-    return (code if isinstance(code, int) else 1), captured.out, captured.err
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: "), err
-    return lines[0]
 
 
 @pytest.fixture

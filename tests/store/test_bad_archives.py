@@ -6,9 +6,7 @@ the archive is changed by finding it damaged."""
 from __future__ import annotations
 
 import os
-import socket
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +14,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from kubemedic.cli import main
 from kubemedic.store.db import Archive
+from tests.fuzz import servers
 from tests.incidents import archived as incident_rows
 from tests.incidents import builders as b
+from tests.inprocess import kubemedic, one_error_line
 from tests.store.archived import incident_archive
 
 QUERIES = (
@@ -29,23 +28,6 @@ QUERIES = (
     ("incidents", "show", "inc-0"),
     ("incidents", "export", "inc-0"),
 )
-
-
-def kubemedic(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """``kubemedic ARGS`` in this process: exit status, stdout, stderr."""
-    with pytest.raises(SystemExit) as ended:
-        main(list(args))
-    captured = capsys.readouterr()
-    code = ended.value.code
-    return (code if isinstance(code, int) else 1), captured.out, captured.err
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: "), err
-    assert "Traceback" not in err and "internal error" not in err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -256,32 +238,8 @@ def test_a_damaged_archive_on_postgresql_is_named(
 @pytest.fixture
 def silent_port() -> Iterator[int]:
     """A TCP port that accepts connections and never says a word."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                accepted.append(server.accept()[0])
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for connection in accepted:
-            connection.close()
-        server.close()
+    with servers.silent_port() as port:
+        yield port
 
 
 def test_a_postgresql_port_that_never_answers_times_out_in_seconds(

@@ -39,22 +39,24 @@ def register(app: typer.Typer) -> None:
 SPEED = (0.01, 10_000.0)
 """Slowest and fastest ``--speed`` (times real time)."""
 
-MAX_DURATION = timedelta(days=30)
-"""Longest ``--until`` or ``--event-ttl`` (as a scenario's own durations)."""
-
 _FAULT_SECONDS = 3600.0
 _FAULT_COUNT = 2**31 - 1
 
 
 def _parse_duration(flag: str, text: str) -> timedelta:
-    """A flag's duration (``90s``, ``10m``, ``1h30m``, or bare seconds) from 0 to 30 days, read
-    by the one parser; exit 2 naming the flag otherwise."""
+    """A flag's duration (``90s``, ``10m``, ``1h30m``, or bare seconds) from 0 to the longest a
+    scenario's own durations may be (30 days), read by the one parser; exit 2 naming the flag
+    otherwise."""
+    from kubemedic.sim.scenarios import MAX_SECONDS  # noqa: PLC0415 - loaded when a command runs
+
     try:
         value = parse_duration(text, bare_seconds=True)
     except DurationError as error:
         raise _common._fail(f"{flag}: {error}") from None
-    if value > MAX_DURATION:
-        raise _common._fail(f"{flag}: expected a duration of at most 30d, got {text!r}")
+    if value.total_seconds() > MAX_SECONDS:
+        raise _common._fail(
+            f"{flag}: expected a duration of at most {MAX_SECONDS // 86400}d, got {text!r}"
+        )
     return value
 
 

@@ -17,9 +17,11 @@ from kubemedic.sim.scenarios.loading import (
     check_until,
     load,
 )
+from kubemedic.sim.scenarios.spec import MAX_SECONDS
 from kubemedic.sim.scenarios.timeline import Progress, ScenarioRun, start
 
 __all__ = [
+    "MAX_SECONDS",
     "Layout",
     "Progress",
     "Scenario",

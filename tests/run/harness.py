@@ -196,6 +196,21 @@ async def eventually(
     raise AssertionError(f"archive never matched: {problem}\nlog:\n{recorder.tail()}")
 
 
+def archive_mismatch(truth: Truth, url: str) -> str | None:
+    """What differs between the ground truth and the archive at ``url``, including an archive
+    that ``kubemedic run`` has not created yet (it starts in another process, and the play does
+    not wait for it)."""
+    engine = sa.create_engine(database_url(url))
+    try:
+        tables = (schema.events, schema.terminations, schema.evictions, schema.checkpoints)
+        inspector = sa.inspect(engine)
+        if not all(inspector.has_table(table.name) for table in tables):
+            return "the archive's tables are not all there yet: kubemedic run is creating them"
+    finally:
+        engine.dispose()
+    return mismatch(truth, read_archive(url))
+
+
 def mismatch(truth: Truth, archived: Archived) -> str | None:
     """What differs between the ground truth and the archive (None: nothing)."""
     expected = truth.event_counts()

@@ -25,7 +25,7 @@ from kubemedic.sim.apiserver.serving import write_kubeconfig
 from kubemedic.sim.scenarios import loading as scenarios
 from kubemedic.sim.scenarios.timeline import ScenarioRun
 
-from .harness import KUBEMEDIC, RecorderProcess, Truth, eventually, mismatch, read_archive
+from .harness import KUBEMEDIC, RecorderProcess, Truth, archive_mismatch, eventually
 
 SPEED = 400.0
 """Cluster seconds per wall second asked of the paced run (it goes as fast as it can)."""
@@ -119,7 +119,7 @@ async def _play(url: str, tmp: Path) -> tuple[Truth, int]:
         await run.run_paced(SPEED, until=run.origin + minutes * minute)
 
     async def caught_up() -> None:
-        await eventually(lambda: mismatch(truth, read_archive(url)), timeout=90, recorder=recorder)
+        await eventually(lambda: archive_mismatch(truth, url), timeout=90, recorder=recorder)
 
     try:
         await recorder.start()

@@ -13,7 +13,7 @@ from kubemedic.sim.apiserver.serving import write_kubeconfig
 from kubemedic.sim.scenarios import loading as scenarios
 from kubemedic.sim.scenarios.timeline import ScenarioRun
 
-from .harness import RecorderProcess, Truth, eventually, mismatch, read_archive
+from .harness import RecorderProcess, Truth, archive_mismatch, eventually
 
 
 def test_only_the_leader_records_and_the_other_takes_over(sqlite_url: str, tmp_path: Path) -> None:
@@ -53,10 +53,10 @@ async def _two_replicas(url: str, tmp: Path) -> tuple[str, str]:
             recorder=b,
         )
         await run.run_paced(200.0, until=run.origin + 10 * minute)
-        await eventually(lambda: mismatch(truth, read_archive(url)), timeout=90, recorder=a)
+        await eventually(lambda: archive_mismatch(truth, url), timeout=90, recorder=a)
         await a.kill()
         await run.run_paced(200.0, until=run.origin + 20 * minute)
-        await eventually(lambda: mismatch(truth, read_archive(url)), timeout=120, recorder=b)
+        await eventually(lambda: archive_mismatch(truth, url), timeout=120, recorder=b)
         assert await b.stop() == 0
     finally:
         for replica in (a, b):

@@ -25,6 +25,7 @@ __all__ = [
     "LedgerEntry",
     "MachineRef",
     "NodeObservation",
+    "NodeState",
     "Outcome",
     "Plan",
     "Power",
@@ -167,6 +168,8 @@ class Repair:
     fenced: bool = False
     cordoned: bool = False  # by this repair (so it uncordons only what it cordoned)
     machine: str = ""
+    #: The Machine's owner when it was deleted: its replacement has the same owner.
+    owner: str = ""
     ready_since: datetime | None = None
     detail: str = ""
     dry_run: bool = False
@@ -200,6 +203,9 @@ class ClusterState:
     not_ready_at: Mapping[str, tuple[datetime, ...]] = field(default_factory=dict)
     #: Keys of the alerts already sent (a correlated failure is announced once).
     alerted: frozenset[str] = frozenset()
+    #: What the provider can do (``Provider.actions``) and whether it can tell power states.
+    abilities: frozenset[Action] = frozenset({Action.REBOOT, Action.POWER_ON})
+    power_known: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +239,17 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeState:
+    """One node as ``kubemedic nodes`` shows it: ``state`` is ``healthy``, ``unhealthy``,
+    ``repairing``, ``held`` or ``quarantined``; ``step`` the ladder's rung ("" when none)."""
+
+    name: str
+    state: str
+    step: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """The policy's answer: decisions, the repairs in flight after them, the repairs that
     finished, and when to look again at the latest (a threshold about to be crossed)."""
@@ -242,3 +259,4 @@ class Plan:
     finished: tuple[LedgerEntry, ...] = ()
     wake_at: datetime | None = None
     alerted: frozenset[str] = frozenset()
+    states: tuple[NodeState, ...] = ()

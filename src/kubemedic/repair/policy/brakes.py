@@ -1,0 +1,156 @@
+"""What holds repairs back: correlated failures, unhealthy budgets, repairs in flight, flapping.
+
+**Correlated failure.** Nodes do not fail together by chance: many nodes, or a large part of one
+zone, going NotReady within a short window is a control-plane, network or zone fault, and
+rebooting the nodes cures nothing (it loses their pods' state and adds load when the fault ends).
+Such a group is found with a sliding window over the times the nodes' Ready stopped being True:
+at least ``correlation.nodes`` nodes of the cluster, or at least ``correlation.zone_percent`` of a
+zone and ``correlation.zone_min_nodes`` nodes, within ``correlation.window``. Repairs of those
+nodes are held (with one alert per group) while the group is still that large; a cluster-wide
+group holds every repair.
+
+**Unhealthy budget.** No repair starts in a pool while more of it than ``max_unhealthy`` (a count
+or a percentage, the larger) is unhealthy: Cluster API's ``maxUnhealthy`` and Karpenter's 20 %
+rule, with a floor so a three-node pool can still repair one node.
+
+**In flight.** At most ``max_in_flight`` repairs at once per pool.
+
+**Flapping.** ``flapping.transitions`` or more Ready -> NotReady transitions within
+``flapping.window`` (counted after the node's last release) means the node fails again faster
+than a repair can prove anything: it is quarantined rather than repaired, and never repaired
+automatically again until a person releases it (the rule that answers "what about nodes that
+never recover or keep flapping").
+
+**Ledger.** A node repaired ``ledger.max_repairs`` times within ``ledger.window`` (after its last
+release) that needs another repair is quarantined too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from kubemedic.repair.policy.records import LedgerEntry, NodeObservation
+from kubemedic.repair.policy.settings import CorrelationSettings, RepairSettings
+
+__all__ = ["Group", "correlated", "flapping", "ledger_full", "max_in_flight", "unhealthy_budget"]
+
+#: Outcomes that count as a repair in the ledger (a dry run or a release does not).
+COUNTED = frozenset({"repaired", "replaced", "abandoned", "quarantined"})
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Nodes that went NotReady together; ``zone`` is "" for a cluster-wide group."""
+
+    key: str
+    zone: str
+    nodes: frozenset[str]
+    first: datetime
+    last: datetime
+    zone_size: int
+
+    def describe(self) -> str:
+        where = f"{len(self.nodes)} of the {self.zone_size} nodes of zone {self.zone}"
+        if not self.zone:
+            where = f"{len(self.nodes)} nodes"
+        span = int((self.last - self.first).total_seconds())
+        return (
+            f"{where} went NotReady within {span}s ({', '.join(sorted(self.nodes)[:8])}"
+            f"{', ...' if len(self.nodes) > 8 else ''}): a control-plane, network or zone "
+            "fault, not a node fault"
+        )
+
+
+def correlated(
+    nodes: Sequence[NodeObservation],
+    not_ready: Mapping[str, datetime],
+    settings: CorrelationSettings,
+) -> list[Group]:
+    """The correlated groups among the nodes NotReady now (``not_ready``: since when)."""
+    groups: list[Group] = []
+    everyone = _burst(not_ready, settings, need=settings.nodes)
+    if everyone is not None:
+        names, first, last = everyone
+        groups.append(Group(f"correlated:*:{first:%Y%m%dT%H%M%S}", "", names, first, last, 0))
+    zones: dict[str, list[str]] = {}
+    for node in nodes:
+        if node.zone:
+            zones.setdefault(node.zone, []).append(node.name)
+    for zone, members in sorted(zones.items()):
+        need = max(settings.zone_min_nodes, math.ceil(len(members) * settings.zone_percent / 100))
+        found = _burst({n: not_ready[n] for n in members if n in not_ready}, settings, need=need)
+        if found is not None:
+            names, first, last = found
+            key = f"correlated:{zone}:{first:%Y%m%dT%H%M%S}"
+            groups.append(Group(key, zone, names, first, last, len(members)))
+    return groups
+
+
+def _burst(
+    since: Mapping[str, datetime], settings: CorrelationSettings, *, need: int
+) -> tuple[frozenset[str], datetime, datetime] | None:
+    """The largest set of at least ``need`` nodes whose times fit in one window."""
+    if need <= 0 or len(since) < need:
+        return None
+    ordered = sorted(since.items(), key=lambda item: (item[1], item[0]))
+    best: tuple[int, int] | None = None
+    start = 0
+    for end in range(len(ordered)):
+        while ordered[end][1] - ordered[start][1] > settings.window:
+            start += 1
+        size = end - start + 1
+        if size >= need and (best is None or size > best[1] - best[0] + 1):
+            best = (start, end)
+    if best is None:
+        return None
+    chosen = ordered[best[0] : best[1] + 1]
+    return frozenset(n for n, _ in chosen), chosen[0][1], chosen[-1][1]
+
+
+def unhealthy_budget(pool_size: int, settings: RepairSettings, pool: str) -> int:
+    """How many unhealthy nodes a pool of ``pool_size`` may have and still start a repair."""
+    configured = next((p for p in settings.pools if p.name == pool), None)
+    budget = settings.max_unhealthy
+    if configured is not None and configured.max_unhealthy is not None:
+        budget = configured.max_unhealthy
+    return budget.allowed(pool_size)
+
+
+def max_in_flight(settings: RepairSettings, pool: str) -> int:
+    configured = next((p for p in settings.pools if p.name == pool), None)
+    if configured is not None and configured.max_in_flight is not None:
+        return configured.max_in_flight
+    return settings.max_in_flight
+
+
+def _after_release(entries: Iterable[LedgerEntry]) -> datetime | None:
+    released = [e.finished for e in entries if e.outcome == "released"]
+    return max(released) if released else None
+
+
+def flapping(
+    transitions: Sequence[datetime],
+    entries: Sequence[LedgerEntry],
+    settings: RepairSettings,
+    now: datetime,
+) -> int:
+    """How many Ready -> NotReady transitions count against the node (quarantine at
+    ``flapping.transitions``)."""
+    start = now - settings.flapping.window
+    released = _after_release(entries)
+    if released is not None:
+        start = max(start, released)
+    return sum(1 for at in transitions if at >= start)
+
+
+def ledger_full(entries: Sequence[LedgerEntry], settings: RepairSettings, now: datetime) -> int:
+    """How many repairs count against the node in the ledger window (after its last
+    release); another repair is refused at ``ledger.max_repairs``."""
+    start = now - settings.ledger.window
+    released = _after_release(entries)
+    if released is not None:
+        start = max(start, released)
+    return sum(1 for e in entries if e.outcome in COUNTED and not e.dry_run and e.finished >= start)

@@ -1,0 +1,331 @@
+"""One round of the policy: ``decide(state, settings) -> Plan``.
+
+For every node, in this order (the first rule that applies decides, and says why):
+
+1. **paused** (``repair.paused``): nothing starts and nothing in flight takes a new action;
+2. **quarantined** (label ``kubemedic.io/quarantined=true``) or **do-not-repair** (annotation
+   ``kubemedic.io/do-not-repair``, any value but ``false``): skipped, the decision recorded;
+3. **flapping** (``flapping.transitions`` Ready -> NotReady transitions in ``flapping.window``):
+   quarantined, whether or not it is down right now;
+4. for an unhealthy node (:mod:`kubemedic.repair.policy.health`) with no repair in flight:
+   the **ledger** (another repair past ``ledger.max_repairs`` in ``ledger.window``: quarantine),
+   then the **brakes** (:mod:`kubemedic.repair.policy.brakes`: a correlated failure, the pool's
+   unhealthy budget, its repairs in flight) hold it, else a repair **starts** on the ladder
+   (:mod:`kubemedic.repair.policy.ladder`);
+5. a repair in flight is advanced (held by a correlated failure or the pause, like a new one).
+
+Unhealthy nodes start in the order they became unhealthy, so when the in-flight limit queues
+them the oldest goes first. ``Plan.wake_at`` is the earliest time a decision could change
+without anything in the cluster changing (a rule's duration running out, a step's timeout, a
+stable period ending), so the controller looks again exactly then: the first action follows
+the threshold within one round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from kubemedic.model import timing
+from kubemedic.repair.policy import brakes, health, ladder
+from kubemedic.repair.policy.records import (
+    Action,
+    ClusterState,
+    Decision,
+    Kind,
+    LedgerEntry,
+    NodeObservation,
+    NodeState,
+    Plan,
+    Repair,
+    Step,
+)
+from kubemedic.repair.policy.settings import RepairSettings
+
+__all__ = ["DO_NOT_REPAIR", "decide", "repair_id"]
+
+DO_NOT_REPAIR = "kubemedic.io/do-not-repair"
+
+
+def repair_id(node: str, started: datetime) -> str:
+    """A stable id for the repair of ``node`` started at ``started``."""
+    digest = hashlib.sha256(f"{node}@{started.isoformat()}".encode()).hexdigest()[:10]
+    return f"{node}-{started:%Y%m%d%H%M%S}-{digest[:6]}"
+
+
+def decide(state: ClusterState, settings: RepairSettings) -> Plan:
+    """The decisions of one round, with the repairs in flight after them."""
+    now = state.now
+    nodes = {n.name: n for n in state.nodes}
+    verdicts = {n.name: health.judge(n, settings, now) for n in state.nodes}
+    not_ready = {
+        n.name: since for n in state.nodes if (since := health.not_ready_since(n, now)) is not None
+    }
+    groups = brakes.correlated(state.nodes, not_ready, settings.correlation)
+    held_by: dict[str, brakes.Group] = {}
+    for group in groups:
+        members = set(nodes) if not group.zone else group.nodes
+        for name in members:
+            held_by.setdefault(name, group)
+
+    decisions: list[Decision] = []
+    alerted = set(state.alerted)
+    for group in groups:
+        if group.key not in alerted:
+            alerted.add(group.key)
+            first = sorted(group.nodes)[0]
+            decisions.append(
+                Decision(
+                    kind=Kind.ACT,
+                    node=first,
+                    reason="KubemedicRepairAlert",
+                    message=f"correlated failure: {group.describe()}; no node is rebooted "
+                    "while it lasts",
+                    action=Action.ALERT,
+                    key=group.key,
+                    dry_run=settings.dry_run,
+                )
+            )
+
+    repairs: dict[str, Repair] = {}
+    finished: list[LedgerEntry] = []
+    wakes: list[datetime] = []
+    states: dict[str, NodeState] = {}
+
+    def hold_reason(name: str) -> str:
+        if settings.paused:
+            return "repairs are paused"
+        group = held_by.get(name)
+        return f"correlated failure: {group.describe()}" if group is not None else ""
+
+    # Repairs in flight first: they hold the pools' slots.
+    ctx_base = ladder.Context(
+        settings=settings,
+        now=now,
+        nodes=nodes,
+        abilities=state.abilities,
+        power_known=state.power_known,
+    )
+    for name, repair in sorted(state.repairs.items()):
+        move = ladder.advance(repair, replace(ctx_base, held=hold_reason(name)))
+        decisions.extend(d for d in move.decisions)
+        if move.repair is not None:
+            repairs[name] = move.repair
+            states[name] = _state_of(move.repair, move.decisions)
+        if move.finished is not None:
+            finished.append(move.finished)
+            if move.finished.outcome == "quarantined":
+                states[name] = NodeState(name, "quarantined", "", move.finished.trigger)
+        if move.wake_at is not None:
+            wakes.append(move.wake_at)
+
+    in_flight = Counter(r.pool for r in repairs.values() if r.step is not Step.QUARANTINE)
+    pool_sizes = Counter(n.pool for n in state.nodes)
+    pool_unhealthy = Counter(n.pool for n in state.nodes if verdicts[n.name].unhealthy)
+    ledger_now = {
+        name: (*state.ledger.get(name, ()), *(e for e in finished if e.node == name))
+        for name in nodes
+    }
+
+    waiting = sorted(
+        (n for n in state.nodes if n.name not in repairs and n.name not in states),
+        key=lambda n: (verdicts[n.name].since or now, n.name),
+    )
+    for node in waiting:
+        name = node.name
+        verdict = verdicts[name]
+        entries = ledger_now.get(name, ())
+        if verdict.due is not None:
+            wakes.append(verdict.due)
+        skip = _skip_reason(node, settings)
+        if skip:
+            state_name = "quarantined" if node.labels.get(ladder.QUARANTINED) == "true" else ""
+            if verdict.unhealthy:
+                decisions.append(_note(node, Kind.SKIP, "KubemedicRepairSkipped", skip, settings))
+            states[name] = NodeState(
+                name, state_name or ("unhealthy" if verdict.unhealthy else "healthy"), "", skip
+            )
+            continue
+        flaps = brakes.flapping(state.not_ready_at.get(name, ()), entries, settings, now)
+        quarantine_why = ""
+        if flaps >= settings.flapping.transitions:
+            quarantine_why = (
+                f"flapping: {flaps} Ready -> NotReady transitions within "
+                f"{_human(settings.flapping.window)} (limit {settings.flapping.transitions})"
+            )
+        elif verdict.unhealthy:
+            done = brakes.ledger_full(entries, settings, now)
+            if done >= settings.ledger.max_repairs:
+                quarantine_why = (
+                    f"{done} repairs within {_human(settings.ledger.window)} and unhealthy "
+                    f"again ({verdict.trigger}): the ledger's limit is "
+                    f"{settings.ledger.max_repairs}"
+                )
+        if quarantine_why:
+            repair = _new(
+                node, quarantine_why, cause="node", step=Step.QUARANTINE, now=now, settings=settings
+            )
+            repair = replace(repair, detail=quarantine_why)
+            decisions.append(_started(repair, f"quarantine {name}: {quarantine_why}"))
+            move = ladder.advance(repair, ctx_base)
+            decisions.extend(move.decisions)
+            if move.repair is not None:
+                repairs[name] = move.repair
+            states[name] = NodeState(name, "quarantined", "quarantine", quarantine_why)
+            continue
+        if not verdict.unhealthy:
+            pending = verdict.due is not None and not verdict.starting
+            text = f"unhealthy at {verdict.due:%H:%M:%SZ} if it stays so" if pending else ""
+            states[name] = NodeState(name, "unhealthy" if pending else "healthy", "", text)
+            continue
+        why = hold_reason(name) or _brake(node, settings, pool_sizes, pool_unhealthy, in_flight)
+        if why:
+            decisions.append(
+                _note(
+                    node,
+                    Kind.HOLD,
+                    "KubemedicRepairHeld",
+                    f"repair of {name} held ({verdict.trigger}): {why}",
+                    settings,
+                )
+            )
+            states[name] = NodeState(name, "held", "", why)
+            continue
+        reachable = health.agent_reachable(node, settings, now)
+        step = ladder.first_step(verdict.cause, reachable=reachable, ctx=ctx_base)
+        repair = _new(
+            node, verdict.trigger, cause=verdict.cause, step=step, now=now, settings=settings
+        )
+        plan = _plan_text(step, verdict.cause, reachable, settings)
+        decisions.append(_started(repair, f"{name} is unhealthy ({verdict.trigger}): {plan}"))
+        move = ladder.advance(repair, ctx_base)
+        decisions.extend(move.decisions)
+        if move.repair is not None:
+            repairs[name] = move.repair
+            in_flight[node.pool] += 1
+            states[name] = _state_of(move.repair, move.decisions)
+        if move.finished is not None:
+            finished.append(move.finished)
+        if move.wake_at is not None:
+            wakes.append(move.wake_at)
+
+    future = [w for w in wakes if w > now]
+    return Plan(
+        decisions=tuple(decisions),
+        repairs=repairs,
+        finished=tuple(finished),
+        wake_at=min(future) if future else None,
+        alerted=frozenset(alerted),
+        states=tuple(states[n] for n in sorted(states)),
+    )
+
+
+def _skip_reason(node: NodeObservation, settings: RepairSettings) -> str:
+    if node.labels.get(ladder.QUARANTINED) == "true":
+        why = node.annotations.get("kubemedic.io/quarantine-reason", "")
+        return "quarantined" + (f": {why}" if why else "") + "; `kubemedic nodes release` clears it"
+    flag = node.annotations.get(DO_NOT_REPAIR)
+    if flag is not None and flag.strip().lower() != "false":
+        return f"annotated {DO_NOT_REPAIR}"
+    if settings.paused:
+        return "repairs are paused"
+    return ""
+
+
+def _brake(
+    node: NodeObservation,
+    settings: RepairSettings,
+    sizes: Mapping[str, int],
+    unhealthy: Mapping[str, int],
+    in_flight: Mapping[str, int],
+) -> str:
+    pool = node.pool
+    allowed = brakes.unhealthy_budget(sizes[pool], settings, pool)
+    if unhealthy[pool] > allowed:
+        return (
+            f"{unhealthy[pool]} of the {sizes[pool]} nodes of pool {pool} are unhealthy, more "
+            f"than maxUnhealthy ({allowed}): a fault this wide is not repaired node by node"
+        )
+    limit = brakes.max_in_flight(settings, pool)
+    if in_flight.get(pool, 0) >= limit:
+        return f"{in_flight[pool]} repair(s) in flight in pool {pool} (maxInFlight {limit})"
+    return ""
+
+
+def _new(
+    node: NodeObservation,
+    trigger: str,
+    *,
+    cause: str,
+    step: Step,
+    now: datetime,
+    settings: RepairSettings,
+) -> Repair:
+    phase = {Step.REBOOT: "cordon", Step.REPLACE: "check"}.get(step, "request")
+    return Repair(
+        id=repair_id(node.name, now),
+        node=node.name,
+        pool=node.pool,
+        trigger=trigger,
+        started=now,
+        step=step,
+        phase=phase,
+        phase_started=now,
+        step_started=now,
+        cause=cause,
+        dry_run=settings.dry_run,
+    )
+
+
+def _plan_text(step: Step, cause: str, reachable: bool, settings: RepairSettings) -> str:
+    rungs = [s for s in ("restart", "reboot", "replace") if s in settings.ladder.steps]
+    start = rungs.index(step.value) if step.value in rungs else len(rungs)
+    ladder_text = " -> ".join([*rungs[start:], "quarantine"])
+    why = ""
+    if step is not Step.RESTART and cause in ("kubelet", "runtime"):
+        why = " (the node agent cannot be reached)" if not reachable else ""
+    text = f"repair by {ladder_text}{why}"
+    return f"dry run: would {text}" if settings.dry_run else text
+
+
+def _started(repair: Repair, message: str) -> Decision:
+    return Decision(
+        kind=Kind.START,
+        node=repair.node,
+        reason="KubemedicRepairStarted",
+        message=message,
+        repair=repair.id,
+        key=f"{repair.id}:start",
+        dry_run=repair.dry_run,
+    )
+
+
+def _note(
+    node: NodeObservation, kind: Kind, reason: str, message: str, settings: RepairSettings
+) -> Decision:
+    return Decision(
+        kind=kind,
+        node=node.name,
+        reason=reason,
+        message=message,
+        key=f"{node.name}:{kind.value}:{message}",
+        dry_run=settings.dry_run,
+    )
+
+
+def _state_of(repair: Repair, decisions: tuple[Decision, ...]) -> NodeState:
+    if repair.step is Step.QUARANTINE:
+        return NodeState(repair.node, "quarantined", "quarantine", repair.detail or repair.trigger)
+    held = next((d for d in decisions if d.kind is Kind.HOLD), None)
+    if held is not None:
+        return NodeState(repair.node, "held", repair.step.value, held.message)
+    return NodeState(
+        repair.node, "repairing", repair.step.value, f"{repair.phase}: {repair.trigger}"
+    )
+
+
+def _human(delta: timedelta) -> str:
+    return timing.human_duration(delta.total_seconds())

@@ -1,0 +1,184 @@
+"""What holds repairs back: correlated failures, budgets, in-flight limits, flapping, the ledger,
+the operator's annotation and the pause."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from kubemedic.repair.policy.records import Action, Kind, LedgerEntry, Step
+from kubemedic.repair.policy.settings import Budget
+
+from .builders import MINUTE, T0, acting, acts, execute, healthy_pool, node, of_kind, round_
+
+SETTINGS = acting()
+DOWN = T0 - 10 * MINUTE
+
+
+def _zone_c(down: int, *, spread: timedelta = timedelta(seconds=20), now=T0) -> list:  # type: ignore[no-untyped-def]
+    nodes = healthy_pool(10, prefix="c", pool="batch", zone="zone-c", now=now)
+    for i in range(down):
+        nodes[i] = node(
+            f"c{i}",
+            ready="Unknown",
+            since=DOWN + i * spread,
+            pool="batch",
+            zone="zone-c",
+            agent=False,
+        )
+    return nodes
+
+
+def test_forty_percent_of_a_zone_at_once_is_held_with_one_alert_and_no_reboot() -> None:
+    nodes = _zone_c(4, now=T0 + 3 * MINUTE)
+    plan = round_(nodes, SETTINGS, now=T0 + 2 * MINUTE)
+    assert not plan.repairs
+    (alert,) = acts(plan, Action.ALERT)
+    assert "4 of the 10 nodes of zone zone-c" in alert.message
+    held = of_kind(plan, Kind.HOLD)
+    assert {d.node for d in held} == {"c0", "c1", "c2", "c3"}
+    assert all("correlated failure" in d.message for d in held)
+    again = round_(nodes, SETTINGS, now=T0 + 3 * MINUTE, alerted=plan.alerted)
+    assert not acts(again, Action.ALERT)
+    assert not acts(again)
+
+
+def test_the_same_failures_spread_over_time_are_repaired_one_by_one() -> None:
+    nodes = _zone_c(4, spread=timedelta(minutes=5), now=T0 + 20 * MINUTE)
+    plan = round_(nodes, SETTINGS, now=T0 + 20 * MINUTE)
+    assert not acts(plan, Action.ALERT)
+    assert list(plan.repairs) == ["c0"]  # the oldest first; maxInFlight 1
+    queued = of_kind(plan, Kind.HOLD)
+    assert {d.node for d in queued} == {"c1", "c2", "c3"}
+    assert all("maxInFlight 1" in d.message for d in queued)
+
+
+def test_a_cluster_wide_burst_holds_every_repair() -> None:
+    nodes = [
+        node(f"n{i}", ready="Unknown", since=DOWN, zone=f"z{i}", pool=f"p{i}", agent=False)
+        for i in range(5)
+    ]
+    nodes += [node("lonely", ready="False", since=DOWN - 60 * MINUTE, zone="z9", pool="p9")]
+    plan = round_(nodes, SETTINGS, now=T0)
+    assert not plan.repairs
+    assert any("lonely" == d.node for d in of_kind(plan, Kind.HOLD))
+
+
+def test_more_unhealthy_than_the_budget_holds_the_pool() -> None:
+    nodes = healthy_pool(5)
+    for i in range(3):
+        nodes[i] = node(f"w{i}", ready="False", since=DOWN - i * 10 * MINUTE)
+    plan = round_(nodes, SETTINGS, now=T0)
+    assert not plan.repairs
+    assert (
+        "3 of the 5 nodes of pool workers are unhealthy, more than maxUnhealthy (2)"
+        in of_kind(plan, Kind.HOLD)[0].message
+    )
+    generous = acting(max_unhealthy=Budget(count=3))
+    assert round_(nodes, generous, now=T0).repairs
+
+
+def test_a_three_node_pool_can_repair_one_node() -> None:
+    nodes = healthy_pool(3)
+    nodes[0] = node("w0", ready="False", since=DOWN)
+    assert list(round_(nodes, SETTINGS, now=T0).repairs) == ["w0"]
+
+
+def test_a_flapping_node_is_quarantined_even_while_it_is_up() -> None:
+    flaps = tuple(T0 - timedelta(minutes=m) for m in (50, 30, 10))
+    plan = round_([node("w5")], SETTINGS, now=T0, not_ready_at={"w5": flaps})
+    assert plan.repairs["w5"].step is Step.QUARANTINE
+    assert {a.action for a in acts(plan)} == {Action.QUARANTINE, Action.ALERT}
+    (quarantine,) = acts(plan, Action.QUARANTINE)
+    assert "flapping: 3 Ready -> NotReady transitions within 1h" in quarantine.message
+    two = round_([node("w5")], SETTINGS, now=T0, not_ready_at={"w5": flaps[1:]})
+    assert not two.repairs
+
+
+def test_a_quarantined_node_is_never_repaired_again_until_released() -> None:
+    flaps = tuple(T0 - timedelta(minutes=m) for m in (50, 30, 10))
+    plan = round_([node("w5")], SETTINGS, now=T0, not_ready_at={"w5": flaps})
+    repairs = execute(plan, T0)
+    labelled = node(
+        "w5",
+        ready="Unknown",
+        since=DOWN,
+        labels={"kubemedic.io/quarantined": "true"},
+        unschedulable=True,
+    )
+    plan = round_(
+        [labelled], SETTINGS, now=T0 + MINUTE, repairs=repairs, not_ready_at={"w5": flaps}
+    )
+    assert plan.finished[0].outcome == "quarantined"
+    later = round_(
+        [labelled],
+        SETTINGS,
+        now=T0 + 60 * MINUTE,
+        not_ready_at={"w5": flaps},
+        ledger={"w5": plan.finished},
+    )
+    assert not later.repairs and not acts(later)
+    assert of_kind(later, Kind.SKIP)[0].message.startswith("quarantined")
+    assert later.states[0].state == "quarantined"
+    released = LedgerEntry("r", "w5", "released", T0 + 61 * MINUTE, T0 + 61 * MINUTE, "released")
+    after = round_(
+        [node("w5", ready="Unknown", since=DOWN + 70 * MINUTE, agent=False)],
+        SETTINGS,
+        now=T0 + 80 * MINUTE,
+        not_ready_at={"w5": flaps},
+        ledger={"w5": (*plan.finished, released)},
+    )
+    assert after.repairs["w5"].step is Step.REBOOT  # the count starts over after a release
+
+
+def test_the_ledger_limit_quarantines_the_fourth_repair() -> None:
+    entries = tuple(
+        LedgerEntry(
+            f"r{i}",
+            "w1",
+            "Ready=False for 10m",
+            T0 - timedelta(hours=h),
+            T0 - timedelta(hours=h) + 10 * MINUTE,
+            "repaired",
+        )
+        for i, h in enumerate((20, 12, 4))
+    )
+    sick = node("w1", ready="False", since=DOWN)
+    plan = round_([sick], SETTINGS, now=T0, ledger={"w1": entries})
+    assert plan.repairs["w1"].step is Step.QUARANTINE
+    assert (
+        "3 repairs within 1d" in acts(plan, Action.QUARANTINE)[0].message
+        or "3 repairs within 24h" in acts(plan, Action.QUARANTINE)[0].message
+    )
+    old = tuple(replace(e, finished=T0 - timedelta(hours=30)) for e in entries)
+    assert round_([sick], SETTINGS, now=T0, ledger={"w1": old}).repairs["w1"].step is Step.REBOOT
+    dry = tuple(replace(e, dry_run=True, outcome="dry-run") for e in entries)
+    assert round_([sick], SETTINGS, now=T0, ledger={"w1": dry}).repairs["w1"].step is Step.REBOOT
+
+
+def test_do_not_repair_and_pause_skip_with_the_reason() -> None:
+    sick = node("w1", ready="False", since=DOWN, annotations={"kubemedic.io/do-not-repair": "yes"})
+    plan = round_([sick], SETTINGS, now=T0)
+    assert not plan.repairs and "do-not-repair" in of_kind(plan, Kind.SKIP)[0].message
+    opted_in = node(
+        "w1", ready="False", since=DOWN, annotations={"kubemedic.io/do-not-repair": "false"}
+    )
+    assert round_([opted_in], SETTINGS, now=T0).repairs
+    paused = acting(paused=True)
+    plan = round_([node("w1", ready="False", since=DOWN)], paused, now=T0)
+    assert not plan.repairs and "paused" in of_kind(plan, Kind.SKIP)[0].message
+
+
+def test_a_pause_holds_a_repair_in_flight() -> None:
+    sick = node("w3", ready="False", since=DOWN)
+    repairs = execute(round_([sick], SETTINGS, now=T0), T0)
+    cordoned = replace(sick, unschedulable=True)
+    plan = round_([cordoned], acting(paused=True), now=T0 + MINUTE, repairs=repairs)
+    assert not acts(plan) and "paused" in of_kind(plan, Kind.HOLD)[0].message
+
+
+def test_the_round_wakes_exactly_when_the_next_threshold_passes() -> None:
+    soon = node("w1", ready="Unknown", since=T0 - 7 * MINUTE)
+    plan = round_([soon, *healthy_pool(4, prefix="h")], SETTINGS, now=T0)
+    assert plan.wake_at == T0 + 3 * MINUTE
+    assert {s.name: s.state for s in plan.states}["w1"] == "unhealthy"

@@ -61,7 +61,7 @@ def test_a_cluster_wide_burst_holds_every_repair() -> None:
     nodes += [node("lonely", ready="False", since=DOWN - 60 * MINUTE, zone="z9", pool="p9")]
     plan = round_(nodes, SETTINGS, now=T0)
     assert not plan.repairs
-    assert any("lonely" == d.node for d in of_kind(plan, Kind.HOLD))
+    assert any(d.node == "lonely" for d in of_kind(plan, Kind.HOLD))
 
 
 def test_more_unhealthy_than_the_budget_holds_the_pool() -> None:

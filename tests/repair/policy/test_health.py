@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+from kubemedic.model.selectors import LabelSelector
 from kubemedic.repair.policy import health
 from kubemedic.repair.policy.records import Condition
 from kubemedic.repair.policy.settings import ConditionRule, PoolSettings, RepairSettings
-from kubemedic.model.selectors import LabelSelector
 
 from .builders import MINUTE, T0, node
 

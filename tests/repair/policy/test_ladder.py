@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import timedelta
 
@@ -64,7 +65,9 @@ def test_a_refused_restart_escalates_to_a_reboot() -> None:
     refused = replace(
         sick,
         annotations={
-            "kubemedic.io/agent-ack": f'{{"id": "{request}", "state": "refused", "message": "rate-limited"}}'
+            "kubemedic.io/agent-ack": json.dumps(
+                {"id": request, "state": "refused", "message": "rate-limited"}
+            )
         },
     )
     plan = round_([refused], SETTINGS, now=T0 + MINUTE, repairs=repairs)

@@ -35,7 +35,7 @@ import math
 import re
 import stat
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -50,7 +50,19 @@ from kubemedic.model import documents
 from kubemedic.model.durations import DurationError, parse_duration
 from kubemedic.model.quantities import QuantityError, parse_quantity
 
-__all__ = ["MAX_BYTES", "ConfigError", "Settings", "load_settings", "settings_from"]
+__all__ = [
+    "MAX_BYTES",
+    "ConfigError",
+    "Converter",
+    "Settings",
+    "load_settings",
+    "read_section",
+    "settings_from",
+]
+
+Converter = Callable[[Any, str], Any]
+"""Reads a value of a type this module does not know (``(value, where) -> value``), raising
+``ConfigError`` naming ``where``."""
 
 MAX_BYTES = 4 * 1024 * 1024
 """Largest configuration file read (a real one is a few kilobytes)."""
@@ -66,6 +78,10 @@ class Settings:
 
     configs: dict[str, Any] = field(default_factory=dict)
     disabled: frozenset[str] = frozenset()
+    #: The ``repair:`` section as written (read by :mod:`kubemedic.repair.settings`), with
+    #: where it came from for messages.
+    repair: Mapping[str, Any] | None = None
+    source: str = ""
 
 
 def _snake(name: str) -> str:
@@ -102,8 +118,12 @@ def settings_from(raw: Any, *, source: str) -> Settings:
             f"{source}: expected a mapping with 'checks' and/or 'disabled', got {_kind(raw)}"
         )
     for key in raw:
-        if key not in ("checks", "disabled"):
-            raise ConfigError(f"{source}: {_unknown(key, ['checks', 'disabled'], 'key')}")
+        if key not in ("checks", "disabled", "repair"):
+            known = ["checks", "disabled", "repair"]
+            raise ConfigError(f"{source}: {_unknown(key, known, 'key')}")
+    repair = raw.get("repair")
+    if repair is not None and not isinstance(repair, Mapping):
+        raise ConfigError(f"{source}: repair: expected a mapping of settings, got {_kind(repair)}")
     disabled = raw.get("disabled") or []
     if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
         raise ConfigError(f"{source}: 'disabled' must be a list of check names")
@@ -116,7 +136,16 @@ def settings_from(raw: Any, *, source: str) -> Settings:
     for name, values in sections.items():
         spec = _known(name, where=f"{source}: checks")
         configs[spec.name] = _dataclass(values, spec.config_type, where=f"{source}: checks.{name}")
-    return Settings(configs=configs, disabled=frozenset(disabled))
+    return Settings(configs=configs, disabled=frozenset(disabled), repair=repair, source=source)
+
+
+def read_section(
+    value: Any, target: type, *, where: str, converters: Mapping[Any, Converter] | None = None
+) -> Any:
+    """An instance of the dataclass ``target`` from a mapping written in either spelling, every
+    value checked by its field's type as the checks' settings are (``ConfigError`` naming the
+    key path from ``where``); ``converters`` read the types this module does not know."""
+    return _dataclass(value, target, where=where, converters=converters or {})
 
 
 def _known(name: object, *, where: str) -> registry.CheckSpec[Any]:
@@ -148,7 +177,9 @@ def _kind(value: object) -> str:
 # -- settings, by their field's type ---------------------------------------------------------
 
 
-def _dataclass(value: Any, target: type, *, where: str) -> Any:
+def _dataclass(
+    value: Any, target: type, *, where: str, converters: Mapping[Any, Converter] | None = None
+) -> Any:
     """An instance of the dataclass ``target`` from a mapping of settings in either spelling."""
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where}: expected a mapping of settings, got {_kind(value)}")
@@ -167,7 +198,9 @@ def _dataclass(value: Any, target: type, *, where: str) -> Any:
             )
         spelled[name] = key
     values: dict[str, Any] = {
-        name: _value(value[key], hints[name], fields[name], where=f"{where}.{key}")
+        name: _value(
+            value[key], hints[name], fields[name], where=f"{where}.{key}", converters=converters
+        )
         for name, key in spelled.items()
     }
     missing = [
@@ -189,7 +222,14 @@ def _is_camel(key: object) -> bool:
     return isinstance(key, str) and key != key.lower()
 
 
-def _value(value: Any, hint: Any, item: dataclasses.Field[Any], *, where: str) -> Any:
+def _value(
+    value: Any,
+    hint: Any,
+    item: dataclasses.Field[Any],
+    *,
+    where: str,
+    converters: Mapping[Any, Converter] | None = None,
+) -> Any:
     """``value`` checked against the field's type ``hint``; ``ConfigError`` naming ``where``."""
     optional = False
     if typing.get_origin(hint) in (typing.Union, UnionType):
@@ -199,6 +239,8 @@ def _value(value: Any, hint: Any, item: dataclasses.Field[Any], *, where: str) -
             hint = members[0]
     if value is None and optional:
         return None
+    if converters and hint in converters:
+        return converters[hint](value, where)
     if settings.is_quantity(item):
         return _quantity(value, where=where, optional=optional)
     if hint is bool:
@@ -214,9 +256,9 @@ def _value(value: Any, hint: Any, item: dataclasses.Field[Any], *, where: str) -
     if hint is timedelta:
         return _duration(value, where=where)
     if typing.get_origin(hint) is tuple:
-        return _sequence(value, typing.get_args(hint)[0], item, where=where)
+        return _sequence(value, typing.get_args(hint)[0], item, where=where, converters=converters)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return _dataclass(value, hint, where=where)
+        return _dataclass(value, hint, where=where, converters=converters)
     return _pydantic(value, hint, where=where)
 
 
@@ -272,11 +314,18 @@ def _duration(value: Any, *, where: str) -> timedelta:
     return parsed
 
 
-def _sequence(value: Any, inner: Any, item: dataclasses.Field[Any], *, where: str) -> tuple[Any]:
+def _sequence(
+    value: Any,
+    inner: Any,
+    item: dataclasses.Field[Any],
+    *,
+    where: str,
+    converters: Mapping[Any, Converter] | None = None,
+) -> tuple[Any]:
     if not isinstance(value, list):
         raise _expected(where, "a list", value)
     return tuple(
-        _value(element, inner, item, where=f"{where}[{index}]")
+        _value(element, inner, item, where=f"{where}[{index}]", converters=converters)
         for index, element in enumerate(value)
     )
 

@@ -33,6 +33,19 @@ class ClockChoice(StrEnum):
 
 def register(app: typer.Typer) -> None:
     app.command(name="run")(run)
+    group = typer.Typer(
+        name="config", help="The configuration file: its defaults.", no_args_is_help=True
+    )
+    group.command(name="show-defaults")(show_defaults)
+    app.add_typer(group)
+
+
+def show_defaults() -> None:
+    """Print the repair: section with every default (the checks' defaults: `kubemedic checks
+    NAME`)."""
+    from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
+
+    typer.echo(repair_settings.defaults_text(), nl=False)
 
 
 def run(
@@ -76,13 +89,24 @@ def run(
         str | None, typer.Option(help="This replica's identity in the Lease (default: host_uid).")
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="YAML file of check thresholds and the repair: section (node repair runs "
+            "only when it is there; `kubemedic config show-defaults` prints the defaults).",
+        ),
+    ] = None,
 ) -> None:
     """Record every event, OOM kill, eviction and node transition into the archive, and scan
     the cluster on a schedule; runs until interrupted."""
     import asyncio  # noqa: PLC0415 - loaded when it runs
     import logging  # noqa: PLC0415
 
+    from kubemedic import config as configuration  # noqa: PLC0415
     from kubemedic.kube.config import KubeAccessError  # noqa: PLC0415
+    from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
     from kubemedic.run.daemon import Daemon, DaemonOptions  # noqa: PLC0415
     from kubemedic.store.db import ArchiveError, database_url  # noqa: PLC0415
 
@@ -110,6 +134,15 @@ def run(
         url = database_url(db)
     except ArchiveError as error:
         raise _fail(f"--db: {error}") from None
+    settings = configuration.Settings()
+    repair = None
+    if config is not None:
+        try:
+            settings = configuration.load_settings(config)
+            if settings.repair is not None:
+                repair = repair_settings.load(settings)
+        except configuration.ConfigError as error:
+            raise _fail(f"--config {error}") from None
     options = DaemonOptions(
         db_url=url,
         kubeconfig=kubeconfig,
@@ -123,6 +156,9 @@ def run(
         lease_namespace=lease_namespace,
         lease_name=lease_name,
         identity=identity or "",
+        check_configs=settings.configs,
+        check_names=None,
+        repair=repair,
     )
     try:
         asyncio.run(_serve(Daemon(options)))

@@ -16,6 +16,9 @@ __all__ = [
     "EVENTS",
     "JOBS",
     "LEASES",
+    "MACHINES",
+    "MACHINE_DEPLOYMENTS",
+    "MACHINE_SETS",
     "NODES",
     "NODE_METRICS",
     "PODS",
@@ -45,3 +48,8 @@ PRIORITY_CLASSES = Kind(
 POD_METRICS = Kind("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", namespaced=True)
 NODE_METRICS = Kind("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", namespaced=False)
 LEASES = Kind("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+MACHINES = Kind("cluster.x-k8s.io", "v1beta1", "machines", "Machine", namespaced=True)
+MACHINE_SETS = Kind("cluster.x-k8s.io", "v1beta1", "machinesets", "MachineSet", namespaced=True)
+MACHINE_DEPLOYMENTS = Kind(
+    "cluster.x-k8s.io", "v1beta1", "machinedeployments", "MachineDeployment", namespaced=True
+)

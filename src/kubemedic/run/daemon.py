@@ -47,6 +47,7 @@ from kubemedic.kube.clock import Clock, ServerClock, WallClock
 from kubemedic.kube.leader import LeaderElector
 from kubemedic.kube.reflector import Reflector
 from kubemedic.model.view import ClusterView
+from kubemedic.repair.policy.settings import RepairSettings
 from kubemedic.run.recorder import Recorder
 from kubemedic.store import retention
 from kubemedic.store.db import Archive
@@ -89,6 +90,8 @@ class DaemonOptions:
     identity: str = ""
     check_names: list[str] | None = None
     check_configs: Mapping[str, Any] = field(default_factory=dict)
+    #: Node repair (``repair:`` of --config); None: no repair at all.
+    repair: RepairSettings | None = None
 
 
 class Daemon:

@@ -34,17 +34,18 @@ from datetime import datetime, timedelta
 
 from kubemedic.model import timing
 from kubemedic.repair.policy import health
+from kubemedic.repair.policy.folding import close_step as _close_step
+from kubemedic.repair.policy.folding import fold
+from kubemedic.repair.policy.folding import phase_at as _phase_at
 from kubemedic.repair.policy.records import (
     Action,
     Decision,
     Kind,
     LedgerEntry,
     NodeObservation,
-    Outcome,
     Power,
     Repair,
     Step,
-    StepRecord,
 )
 from kubemedic.repair.policy.settings import RepairSettings
 
@@ -55,10 +56,6 @@ QUARANTINED = "kubemedic.io/quarantined"
 _EARLY = frozenset({"request", "cordon", "power", "drain"})
 #: Actions taken even while repairs are held: they undo, or they only make a node safer.
 _ALWAYS = frozenset({Action.UNFENCE, Action.UNCORDON, Action.ALERT, Action.QUARANTINE})
-#: Actions whose failure means the step cannot work (others are tried again next round).
-_ESCALATE_ON_FAILURE = frozenset(
-    {Action.RESTART_KUBELET, Action.RESTART_RUNTIME, Action.REBOOT, Action.POWER_ON, Action.REPLACE}
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -482,57 +479,6 @@ def _hold(repair: Repair, ctx: Context) -> Move:
     )
 
 
-# -- the executor's answers -----------------------------------------------------------------------
-
-
-def fold(repair: Repair, decision: Decision, outcome: Outcome, now: datetime) -> Repair:
-    """``repair`` after the executor did (or failed to do) ``decision``."""
-    action = outcome.action
-    if repair.dry_run:
-        return _phase_at(
-            _close_step(_open_step(repair, action, now), now, "dry-run", outcome.detail),
-            "dry-run",
-            now,
-        )
-    repair = _open_step(repair, action, now)
-    if action is Action.DRAIN:
-        if outcome.ok:
-            return _phase_at(_close_step(repair, now, "done", outcome.detail), "reboot", now)
-        blocking = outcome.data.get("blocking", "")
-        return replace(repair, detail=f"blocked by {blocking}" if blocking else outcome.detail)
-    if action is Action.ALERT:
-        return repair
-    if not outcome.ok:
-        failed = _close_step(repair, now, "failed", outcome.detail)
-        if action in _ESCALATE_ON_FAILURE:
-            # The next round escalates: the step cannot be verified when it was not done.
-            return replace(failed, phase="failed", detail=outcome.detail)
-        return replace(failed, detail=outcome.detail)  # tried again next round
-    done = _close_step(repair, now, "done", outcome.detail)
-    if action in (Action.RESTART_KUBELET, Action.RESTART_RUNTIME):
-        return replace(_phase_at(done, "verify", now), request=decision.args.get("id", ""))
-    if action is Action.CORDON:
-        return replace(_phase_at(done, "power", now), cordoned=True)
-    if action is Action.FENCE:
-        return replace(done, fenced=True)
-    if action in (Action.REBOOT, Action.POWER_ON):
-        boot_id = outcome.data.get("boot_id") or decision.args.get("boot_id", "")
-        return replace(_phase_at(done, "booting", now), boot_id=boot_id, ready_since=None)
-    if action is Action.UNFENCE:
-        return replace(done, fenced=False)
-    if action is Action.UNCORDON:
-        return replace(done, cordoned=False)
-    if action is Action.REPLACE:
-        return replace(
-            _phase_at(done, "replacing", now),
-            machine=decision.args.get("machine", ""),
-            owner=decision.args.get("owner", ""),
-        )
-    if action is Action.QUARANTINE:
-        return _phase_at(done, "verify", now)
-    return done
-
-
 # -- small pieces ---------------------------------------------------------------------------------
 
 
@@ -596,21 +542,6 @@ def _wait(repair: Repair, why: str) -> Decision:
 
 def _phase(repair: Repair, phase: str, ctx: Context) -> Repair:
     return _phase_at(repair, phase, ctx.now)
-
-
-def _phase_at(repair: Repair, phase: str, now: datetime) -> Repair:
-    return replace(repair, phase=phase, phase_started=now)
-
-
-def _open_step(repair: Repair, action: Action, now: datetime) -> Repair:
-    return replace(repair, steps=(*repair.steps, StepRecord(action.value, now)))
-
-
-def _close_step(repair: Repair, now: datetime, outcome: str, detail: str) -> Repair:
-    if not repair.steps or repair.steps[-1].finished is not None:
-        return repair
-    last = replace(repair.steps[-1], finished=now, outcome=outcome, detail=detail[:500])
-    return replace(repair, steps=(*repair.steps[:-1], last))
 
 
 def _ack(node: NodeObservation, request: str) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from kubemedic.checks.settings import number
 from kubemedic.model.selectors import LabelSelector
 
 __all__ = [
@@ -20,9 +21,11 @@ __all__ = [
     "ConditionRule",
     "CorrelationSettings",
     "DrainSettings",
+    "ExecSettings",
     "FlapSettings",
     "LadderSettings",
     "LedgerSettings",
+    "OpenStackSettings",
     "PoolSettings",
     "RepairSettings",
 ]
@@ -101,7 +104,7 @@ class LadderSettings:
 class LedgerSettings:
     """More than ``max_repairs`` repairs of one node within ``window`` quarantines it."""
 
-    max_repairs: int = 3
+    max_repairs: int = number(3, low=1)
     window: timedelta = timedelta(hours=24)
 
 
@@ -110,7 +113,7 @@ class FlapSettings:
     """``transitions`` or more Ready -> NotReady transitions within ``window`` quarantine a
     node (it fails again faster than a repair could prove anything)."""
 
-    transitions: int = 3
+    transitions: int = number(3, low=2)
     window: timedelta = timedelta(hours=1)
 
 
@@ -121,9 +124,9 @@ class CorrelationSettings:
     (and at least ``zone_min_nodes`` nodes), within ``window``. Their repairs are held."""
 
     window: timedelta = timedelta(minutes=2)
-    nodes: int = 5
-    zone_percent: float = 30.0
-    zone_min_nodes: int = 3
+    nodes: int = number(5, low=2)
+    zone_percent: float = number(30.0, low=0, above=True, high=100)
+    zone_min_nodes: int = number(3, low=2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +136,29 @@ class PoolSettings:
 
     name: str
     selector: LabelSelector
-    max_in_flight: int | None = None
+    max_in_flight: int | None = number(None, low=1)
     max_unhealthy: Budget | None = None
     conditions: tuple[ConditionRule, ...] | None = None
     startup_timeout: timedelta | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenStackSettings:
+    """The ``openstack`` provider: a cloud of ``clouds.yaml`` (found where openstacksdk looks:
+    ``OS_CLIENT_CONFIG_FILE``, ``./clouds.yaml``, ``~/.config/openstack/``, ``/etc/openstack/``,
+    or ``cloudsFile`` when given)."""
+
+    cloud: str = ""
+    clouds_file: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecSettings:
+    """The ``exec`` provider: a command run with ``--node``, ``--provider-id`` and ``--action``
+    as separate arguments (never through a shell); exit 0 means done."""
+
+    command: tuple[str, ...] = ()
+    timeout: timedelta = timedelta(minutes=2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +168,10 @@ class RepairSettings:
     #: Decide, record and report, but change nothing in the cluster or the cloud.
     dry_run: bool = True
     provider: str = "agent"
-    openstack_cloud: str = ""
-    exec_command: tuple[str, ...] = ()
-    exec_timeout: timedelta = timedelta(minutes=2)
+    openstack: OpenStackSettings = field(default_factory=OpenStackSettings)
+    exec: ExecSettings = field(default_factory=ExecSettings)
     #: Repairs at once per pool.
-    max_in_flight: int = 1
+    max_in_flight: int = number(1, low=1)
     #: No repair starts in a pool while more of it than this is unhealthy.
     max_unhealthy: Budget = field(default_factory=lambda: Budget(count=2, percent=40.0))
     conditions: tuple[ConditionRule, ...] = DEFAULT_CONDITIONS

@@ -69,6 +69,24 @@ def test_classify_follows_kubectl_drain_ignore_daemonsets() -> None:
     assert draining.classify(deleting) == "terminating"
 
 
+def test_delete_classes_name_pods_by_kind_qos_or_labels() -> None:
+    rs = f.replicaset(f.deployment("web", namespace="default", containers=[f.container("w")]))
+    web = f.pod("web-1", owner=rs, labels={"tier": "front"})
+    shell = f.pod("shell", containers=[{"name": "sh", "image": "busybox"}])
+    logs = f.pod("logs-1", owner=workload("DaemonSet", "logs"))
+
+    assert draining.parse_classes("standalone,app.kubernetes.io/name=web,tier=front") == (
+        "standalone", "app.kubernetes.io/name=web,tier=front",
+    )  # fmt: skip
+    assert draining.parse_classes("daemonset; app in (a,b)") == ("daemonset", "app in (a,b)")
+    assert draining.in_classes(web, ["app.kubernetes.io/name=web,tier=front"])
+    assert not draining.in_classes(web, ["tier=back", "standalone", "daemonset"])
+    assert draining.in_classes(shell, ["standalone"]) and draining.in_classes(
+        shell, ["best-effort"]
+    )
+    assert draining.in_classes(logs, ["daemonset"]) and not draining.in_classes(logs, ["app in ("])
+
+
 def test_drain_evicts_a_deployments_pods_and_skips_daemonset_mirror_and_finished_pods(
     served: Served,
 ) -> None:

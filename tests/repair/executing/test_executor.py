@@ -92,11 +92,11 @@ def test_acting_cordons_drains_and_asks_the_agent(served: Served) -> None:
 
     restart, cordon, drain = run_all(
         served,
-        [act(Action.RESTART_KUBELET, request="req-1"), act(Action.CORDON), act(Action.DRAIN)],
+        [act(Action.RESTART_KUBELET, id="req-1"), act(Action.CORDON), act(Action.DRAIN)],
         dry_run=False,
     )
 
-    assert restart.ok and restart.data == {"request": "req-1"}
+    assert restart.ok and restart.data["id"] == "req-1"
     request = json.loads(served.node()["metadata"]["annotations"][contract.REQUEST_ANNOTATION])
     assert request == {
         "id": "req-1",
@@ -115,7 +115,7 @@ def test_acting_cordons_drains_and_asks_the_agent(served: Served) -> None:
 
 
 def test_the_agents_acknowledgement_is_read_back_for_its_request_only(served: Served) -> None:
-    run_all(served, [act(Action.RESTART_RUNTIME, request="req-2")], dry_run=False)
+    run_all(served, [act(Action.RESTART_RUNTIME, id="req-2")], dry_run=False)
     ack = {"id": "req-2", "action": "restart-runtime", "state": "done",
            "at": "2026-12-02T10:00:04Z", "message": "containerd.service restarted"}  # fmt: skip
     status, body, _ = served.emulator.request(
@@ -239,3 +239,26 @@ def test_only_act_decisions_are_executed(served: Served) -> None:
 
     with pytest.raises(ValueError, match="not an act decision"):
         served.run(scenario)
+
+
+def test_after_the_timeout_listed_classes_are_deleted_and_a_down_node_is_drained(
+    served: Served,
+) -> None:
+    mixed_node(served)
+    served.load(f.pod("debug-shell", node_name=NODE))  # standalone
+
+    [drain] = run_all(
+        served,
+        [
+            act(
+                Action.DRAIN,
+                delete_classes="standalone,app.kubernetes.io/name=web",
+                unreachable="true",
+            )
+        ],
+        dry_run=False,
+    )
+
+    assert drain.ok, drain.detail  # deleted, and the node cannot finish them: done
+    assert drain.data["deleted"] == "3" and drain.data["evicted"] == "0"
+    assert not served.pods()["default/logs-x1x2x"]["metadata"].get("deletionTimestamp")

@@ -28,8 +28,10 @@ the node posts its status that is only a matter of time, and the pod still count
 counts as gone. Pods evicted in this pass count the same way: on a live node, the drain is
 done only on a later pass that finds them gone, which is what ``kubectl drain`` waits for.
 
-Pods named in ``delete`` (``namespace/name``, chosen by the policy after the drain timeout) are
-deleted instead of evicted (budgets are not consulted), DaemonSet and finished pods included.
+After the drain timeout the policy may name pods to delete instead of evict (budgets are not
+consulted): by name (``delete``, ``namespace/name``; DaemonSet and finished pods included), or
+by class (``delete_classes``: ``daemonset``, ``standalone``, ``best-effort`` or a label
+selector; finished pods are left alone).
 
 A pass never sleeps and never retries: the policy calls again on its next round.
 """
@@ -44,9 +46,20 @@ from kubemedic.kube.api import Api, ApiError, Conflict, NotFound, TooManyRequest
 from kubemedic.model.selectors import LabelSelector, SelectorError
 from kubemedic.repair.providers import contract
 
-__all__ = ["DrainResult", "classify", "drain", "parse_pod_list", "pod_name"]
+__all__ = [
+    "CLASSES",
+    "DrainResult",
+    "classify",
+    "drain",
+    "in_classes",
+    "parse_classes",
+    "parse_pod_list",
+    "pod_name",
+]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+#: The pod classes ``repair.drain.deleteAfterTimeout`` may name besides label selectors.
+CLASSES = frozenset({"daemonset", "standalone", "best-effort"})
 _PAGE = 500
 
 
@@ -59,6 +72,54 @@ def pod_name(pod: dict[str, Any]) -> str:
 def parse_pod_list(text: str) -> frozenset[str]:
     """``"ns/a, ns/b"`` (the decision's ``delete`` argument) as a set of ``ns/name``."""
     return frozenset(part.strip() for part in text.split(",") if part.strip())
+
+
+def parse_classes(text: str) -> tuple[str, ...]:
+    """The decision's ``delete_classes``: class names and label selectors, separated by ``;``
+    (or by ``,``, in which case every piece that is not a class name is one requirement of a
+    single selector: a selector's own commas AND its requirements, so splitting it would
+    delete more pods than it names)."""
+    if ";" in text:
+        return tuple(part.strip() for part in text.split(";") if part.strip())
+    pieces = [part.strip() for part in text.split(",") if part.strip()]
+    classes = [p for p in pieces if p in CLASSES]
+    selector = ",".join(p for p in pieces if p not in CLASSES)
+    return (*classes, selector) if selector else tuple(classes)
+
+
+def _best_effort(pod: dict[str, Any]) -> bool:
+    qos = (pod.get("status") or {}).get("qosClass")
+    if qos:
+        return bool(qos == "BestEffort")
+    spec = pod.get("spec") or {}
+    containers = [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]
+    return not any(
+        (c.get("resources") or {}).get("requests") or (c.get("resources") or {}).get("limits")
+        for c in containers
+        if isinstance(c, dict)
+    )
+
+
+def in_classes(pod: dict[str, Any], classes: Collection[str]) -> bool:
+    """Whether ``pod`` is in one of ``classes``: ``daemonset``, ``standalone`` (no controller),
+    ``best-effort`` (QoS class BestEffort) or a label selector (an invalid one matches no
+    pod)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    for name in classes:
+        if name == "daemonset":
+            found = classify(pod) == "daemonset"
+        elif name == "standalone":
+            found = _controller(pod) is None
+        elif name == "best-effort":
+            found = _best_effort(pod)
+        else:
+            try:
+                found = LabelSelector.parse(name).matches(labels)
+            except SelectorError:
+                found = False
+        if found:
+            return True
+    return False
 
 
 def _controller(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -251,12 +312,18 @@ def _blocked_by_budget(exc: ApiError) -> bool:
 
 
 async def drain(
-    api: Api, node: str, *, delete: Collection[str] = (), node_down: bool = False
+    api: Api,
+    node: str,
+    *,
+    delete: Collection[str] = (),
+    delete_classes: Collection[str] = (),
+    node_down: bool = False,
 ) -> DrainResult:
-    """One pass of draining ``node``: evict what must leave, delete the pods named in
-    ``delete`` (``namespace/name``), and report what is left (``DrainResult.done`` when
-    nothing is). ``node_down``: the node does not post its status, so pods being deleted on it
-    count as gone."""
+    """One pass of draining ``node``: evict what must leave, delete instead the pods named in
+    ``delete`` (``namespace/name``) or in ``delete_classes`` (:func:`in_classes`; a DaemonSet's
+    pods only when ``daemonset`` is named), and report what is left (``DrainResult.done``
+    when nothing is). ``node_down``: the node does not post its status, so pods being deleted
+    on it count as gone."""
     result = DrainResult(node=node, node_down=node_down)
     budgets = _Budgets(api)
     for pod in await pods_on(api, node):
@@ -268,7 +335,7 @@ async def drain(
         if kind == "terminating":
             result.terminating.append(name)
             continue
-        if name in delete:
+        if name in delete or (kind != "finished" and in_classes(pod, delete_classes)):
             try:
                 await _delete(api, pod)
             except (NotFound, Conflict):

@@ -10,15 +10,18 @@ What each action does, and the ``args`` it reads:
 
 ==================  ===========================================================================
 restart-kubelet,    a request to the node agent (``kubemedic.io/agent-request``); ``args
-restart-runtime     ["request"]`` is its id (one is made otherwise); ``data["request"]`` the id
+restart-runtime     ["id"]`` is its id (one is made otherwise); ``data["id"]`` the id
 cordon              ``spec.unschedulable``, and ``kubemedic.io/repair`` (``args["step"]``,
                     ``args["phase"]``); ``data["cordoned"]`` is ``false`` when it was already
-drain              one pass (:mod:`.draining`); ``args["delete"]``: ``ns/name,...`` to delete;
-                    ``args["node_down"] == "true"``: the node does not post its status.
+drain              one pass (:mod:`.draining`); ``args["delete_classes"]``: classes of pods
+                    to delete instead of evict (after the drain timeout); ``args["delete"]``:
+                    ``ns/name,...`` likewise; ``args["unreachable"] == "true"``: the node
+                    does not post its status.
                     ``ok`` when nothing is left; ``data``: ``state``, ``remaining``,
                     ``blocking``, ``budgets``...
 reboot, power-on    the provider; ``data["boot_id"]``: the bootID before the reboot
-replace             the provider when it replaces, else Cluster API (delete the Machine)
+replace             the provider when it replaces, else Cluster API (delete the Machine;
+                    ``args["machine"]`` ``ns/name`` and ``args["owner"]`` when not observed)
 fence, unfence      the out-of-service taint
 uncordon            refused on a quarantined node
 quarantine          cordon, label and annotate; ``args["reason"]`` (else the message)
@@ -38,7 +41,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kubemedic.kube.api import Api, ApiError, ConnectionLost
+from kubemedic.kube.api import Api, ApiError, ConnectionLost, NotFound
 from kubemedic.repair.executing import cordoning, draining, tainting
 from kubemedic.repair.executing.announcing import Announcer
 from kubemedic.repair.policy.records import (
@@ -121,13 +124,11 @@ class Executor:
     def is_dry_run(self, decision: Decision) -> bool:
         return self.dry_run or decision.dry_run
 
-    async def announce(
-        self, decision: Decision, *, outcome: Outcome | None = None
-    ) -> dict[str, Any] | None:
+    async def announce(self, decision: Decision, outcome: Outcome | None = None) -> None:
         """The Event of ``decision`` on its Node (aggregated while it repeats); with
         ``outcome``, a failed action's reason is added to the message. In a dry run the
-        message says what would have been done. Returns the Event written, or None (no node,
-        or the API refused: an Event is never worth failing a round for)."""
+        message says what would have been done. An Event the API refuses is logged: it is
+        never worth failing a round for."""
         message = decision.message
         if outcome is not None and not outcome.ok and outcome.detail:
             message = f"{message}: failed: {outcome.detail}"
@@ -137,10 +138,9 @@ class Executor:
             else:
                 message = f"{DRY_RUN}: {message}"
         try:
-            return await self.announcer.announce(decision, message=message, outcome=outcome)
+            await self.announcer.announce(decision, message=message, outcome=outcome)
         except (ApiError, ConnectionLost) as exc:
             LOG.warning("no Event for %s on %s: %s", decision.reason, decision.node, exc)
-            return None
 
     async def power(self, target: Target) -> Power:
         """The machine's power as the provider tells it; ``UNKNOWN`` when it cannot."""
@@ -150,14 +150,23 @@ class Executor:
             LOG.warning("%s", exc)
             return Power.UNKNOWN
 
-    async def execute(self, decision: Decision, *, target: Target | None = None) -> Outcome:
-        """Carry out one ``act`` decision (``ValueError`` for any other kind). ``target``:
-        the node's machine (:func:`target_of`); read from the Node when not given."""
+    async def execute(
+        self,
+        decision: Decision,
+        node: NodeObservation | None = None,
+        *,
+        target: Target | None = None,
+    ) -> Outcome:
+        """Carry out one ``act`` decision (``ValueError`` for any other kind). The machine is
+        ``target``, else the observed ``node``'s (:func:`target_of`), else read from the Node
+        (and the decision's ``machine``/``owner`` arguments)."""
         action = decision.action
         if decision.kind != Kind.ACT or action is None or not decision.node:
             raise ValueError(f"not an act decision on a node: {decision.kind} {decision.reason}")
         if self.is_dry_run(decision):
             return Outcome(action, ok=True, detail=DRY_RUN, data={"dry_run": "true"})
+        if target is None and node is not None:
+            target = target_of(node)
         try:
             return await self._act(action, decision, decision.node, target)
         except (ProviderError, cordoning.ExecutingError, ApiError, ConnectionLost) as exc:
@@ -174,10 +183,11 @@ class Executor:
                 action=action.value,
                 requester=self.identity,
                 now=self.now(),
-                request_id=args.get("request", ""),
+                request_id=args.get("id") or args.get("request", ""),
             )
             detail = f"asked the node agent on {node} to {action.value} (request {request.id})"
-            return Outcome(action, ok=True, detail=detail, data={"request": request.id})
+            data = {"id": request.id, "request": request.id}
+            return Outcome(action, ok=True, detail=detail, data=data)
         if action == Action.CORDON:
             mark = None
             if decision.repair:
@@ -200,7 +210,8 @@ class Executor:
                 self.api,
                 node,
                 delete=draining.parse_pod_list(args.get("delete", "")),
-                node_down=args.get("node_down") == "true",
+                delete_classes=draining.parse_classes(args.get("delete_classes", "")),
+                node_down="true" in (args.get("unreachable"), args.get("node_down")),
             )
             return Outcome(action, ok=result.done, detail=result.detail(), data=result.data())
         if action == Action.FENCE:
@@ -213,13 +224,22 @@ class Executor:
             return Outcome(action, ok=True, detail=detail, data={"changed": _flag(removed)})
         if action == Action.ALERT:
             return Outcome(action, ok=True, detail="announced")
-        return await self._machine(action, node, target)
+        return await self._machine(action, decision, node, target)
 
-    async def _machine(self, action: Action, node: str, target: Target | None) -> Outcome:
+    async def _machine(
+        self, action: Action, decision: Decision, node: str, target: Target | None
+    ) -> Outcome:
         """Reboot, power on or replace through a provider."""
-        body = await contract.get_node(self.api, node)
+        try:
+            body = await contract.get_node(self.api, node)
+        except NotFound:
+            body = {"metadata": {"name": node}}  # a Machine may outlive its Node
         if target is None:
             target = target_of_node(body)
+        if target.machine is None and decision.args.get("machine"):
+            namespace, _, name = decision.args["machine"].rpartition("/")
+            machine = MachineRef(namespace or "default", name, owner=decision.args.get("owner", ""))
+            target = Target(target.node, target.provider_id, machine)
         if action == Action.REPLACE:
             replacer = self._replacer()
             said = await replacer.replace(target)

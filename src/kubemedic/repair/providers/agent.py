@@ -148,6 +148,8 @@ class AgentProvider:
 
     name = "agent"
     actions = frozenset({Action.REBOOT})
+    #: Whether ``power`` can answer anything but UNKNOWN (the controller asks only then).
+    tells_power = False
 
     def __init__(self, *, api: Api, identity: str, context: ProviderContext) -> None:
         self.api = api

@@ -43,6 +43,8 @@ class ClusterApiProvider:
 
     name = "clusterapi"
     actions = frozenset({Action.REPLACE})
+    #: Whether ``power`` can answer anything but UNKNOWN (the controller asks only then).
+    tells_power = False
 
     def __init__(self, *, api: Api) -> None:
         self.api = api

@@ -70,6 +70,8 @@ class ExecProvider:
 
     name = "exec"
     actions = frozenset({Action.REBOOT, Action.POWER_ON, Action.REPLACE})
+    #: Whether ``power`` can answer anything but UNKNOWN (the controller asks only then).
+    tells_power = True
 
     def __init__(self, *, command: Sequence[str], timeout: timedelta) -> None:
         if not command or not command[0]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from typing import Any, Protocol
 
@@ -58,6 +58,9 @@ class ProviderContext:
     #: Anything a provider needs that the settings do not hold (tests pass a cloud's config).
     extra: dict[str, Any] = field(default_factory=dict)
     timeout: timedelta = timedelta(minutes=2)
+    #: The cluster's clock (``kubemedic.kube.clock.Clock.now``): requests to the node agent
+    #: are stamped with it, and the agent compares them with its own.
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
 class Provider(Protocol):

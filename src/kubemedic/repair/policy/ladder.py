@@ -230,7 +230,7 @@ def _drain(repair: Repair, node: NodeObservation, ctx: Context) -> Move:
     overdue = ctx.now >= repair.phase_started + drain.timeout
     args = {"unreachable": "false" if _posting(node, ctx) else "true"}
     if overdue and drain.delete_after_timeout:
-        args["delete_classes"] = ",".join(drain.delete_after_timeout)
+        args["delete_classes"] = ";".join(drain.delete_after_timeout)
     move = _act(
         repair, Action.DRAIN, f"drain {repair.node} through the Eviction API", ctx, args=args
     )

@@ -5,9 +5,12 @@ runs it to the end (or ``--until``): as fast as the machine allows by default, o
 ``--speed`` times real time. With ``--serve`` the API is served on 127.0.0.1 while the scenario
 runs (a kubeconfig is written to ``--kubeconfig-out`` once it answers), so ``kubectl get pods -w``,
 ``kubectl get events -w``, ``kubectl top nodes`` or kubemedic itself can watch the incident
-unfold; a served run is paced (10x real time unless ``--speed`` says otherwise) and ``--hold``
-keeps serving after the end until interrupted. ``--snapshot-out`` writes what ``kubectl get -o
-json`` would print at the end, for ``kubemedic scan --snapshot``.
+unfold. The same port serves the simulated OpenStack cloud (Keystone under ``/identity``, Nova
+under ``/compute``) over the cluster's machines; ``--clouds-out`` writes a ``clouds.yaml`` whose
+cloud ``kubemedic-sim`` reaches it with an application credential. A served run is paced (10x
+real time unless ``--speed`` says otherwise) and ``--hold`` keeps serving after the end until
+interrupted. ``--snapshot-out`` writes what ``kubectl get -o json`` would print at the end, for
+``kubemedic scan --snapshot``.
 
 Progress is drawn on stderr when it is a terminal (and ``--quiet`` is not given): the cluster
 time reached against the scenario's end, the speed (x real time), and the nodes, pods and events
@@ -29,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kubemedic.output.progress import NO_PROGRESS, Bar, Progress
-from kubemedic.sim import apiserver, scenarios
+from kubemedic.sim import apiserver, cluster, scenarios
 
 __all__ = ["RunOptions", "list_scenarios", "run_scenario"]
 
@@ -48,6 +51,8 @@ class RunOptions:
     serve: bool = False
     port: int = 0
     kubeconfig_out: Path | None = None
+    #: With ``serve``: where to write the ``clouds.yaml`` of the simulated OpenStack cloud.
+    clouds_out: Path | None = None
     snapshot_out: Path | None = None
     #: Replace an output path that is a link or special file (never a directory).
     force: bool = False
@@ -127,12 +132,14 @@ async def _run_paced(
             loop.add_signal_handler(sig, stop.set)
     server = run.sim.server
     if options.serve:
+        cloud = cluster.Cloud(run.sim, run.cluster.hosts).serve_on(server)
         # The simulation runs the server's control loops on its own passes.
         port = await server.start(port=options.port, tick=False)
+        url = f"http://127.0.0.1:{port}"
         if options.kubeconfig_out is not None:
-            apiserver.write_kubeconfig(
-                options.kubeconfig_out, f"http://127.0.0.1:{port}", force=options.force
-            )
+            apiserver.write_kubeconfig(options.kubeconfig_out, url, force=options.force)
+        if options.clouds_out is not None:
+            cloud.write_clouds_yaml(options.clouds_out, url, force=options.force)
         err.print(f"serving the cluster's API on {server.url}", highlight=False)
     try:
         await run.run_paced(speed=speed, stop=stop, on_step=on_step)

@@ -22,7 +22,15 @@ VALUES = (
 """Values no flag should turn into a traceback or a hang."""
 
 # Flags whose value names a file written, a server to reach or a loop to run: driven elsewhere.
-SKIPPED = {"--kubeconfig-out", "--snapshot-out", "--out", "--archive", "--serve", "--hold"}
+SKIPPED = {
+    "--kubeconfig-out",
+    "--clouds-out",
+    "--snapshot-out",
+    "--out",
+    "--archive",
+    "--serve",
+    "--hold",
+}
 # Commands that run until stopped (``run``) or serve: driven with a short bound elsewhere.
 SKIPPED_COMMANDS = {("run",), ("sim", "serve"), ("demo",)}
 

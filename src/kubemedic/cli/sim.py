@@ -255,6 +255,14 @@ def sim_run(
         Path | None,
         typer.Option("--kubeconfig-out", help="With --serve: write a kubeconfig here."),
     ] = None,
+    clouds_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--clouds-out",
+            help="With --serve: write a clouds.yaml here for the simulated OpenStack "
+            "cloud (cloud kubemedic-sim: Keystone and Nova over the cluster's machines).",
+        ),
+    ] = None,
     snapshot_out: Annotated[
         Path | None,
         typer.Option(
@@ -279,10 +287,15 @@ def sim_run(
     err = _common.err_console()
     _check_speed(speed)
     _check_whole("--port", port, low=0, high=65535, what="a port")
-    if (kubeconfig_out is not None or hold) and not serve:
-        raise _common._fail("--kubeconfig-out and --hold need --serve")
+    if (kubeconfig_out is not None or clouds_out is not None or hold) and not serve:
+        raise _common._fail("--kubeconfig-out, --clouds-out and --hold need --serve")
     # Refused before the run, not after a minute of it.
-    _check_outputs(force, ("--kubeconfig-out", kubeconfig_out), ("--snapshot-out", snapshot_out))
+    _check_outputs(
+        force,
+        ("--kubeconfig-out", kubeconfig_out),
+        ("--clouds-out", clouds_out),
+        ("--snapshot-out", snapshot_out),
+    )
     options = simulating.RunOptions(
         scenario=scenario,
         speed=speed,
@@ -290,6 +303,7 @@ def sim_run(
         serve=serve,
         port=port,
         kubeconfig_out=kubeconfig_out,
+        clouds_out=clouds_out,
         snapshot_out=snapshot_out,
         force=force,
         hold=hold,

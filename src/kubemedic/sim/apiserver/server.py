@@ -78,6 +78,9 @@ class ApiServer:
         #: Called before a get or list of a store (``pods.metrics.k8s.io``...): lets the
         #: simulator materialise computed objects only when someone reads them.
         self.read_hooks: dict[str, Callable[[], None]] = {}
+        #: Called with the aiohttp application before the API's own routes are added: other
+        #: services served on the same port (the simulated cloud's Keystone and Nova) add theirs.
+        self.routes: list[Callable[[web.Application], None]] = []
         for name in SYSTEM_NAMESPACES:
             self.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}])
         # Custom resources are announced by their definitions, as on a real cluster (lightkube
@@ -154,6 +157,8 @@ class ApiServer:
 
         handler = Handler(self)
         app = web.Application(middlewares=[handler.middleware], client_max_size=64 * 1024**2)
+        for add in self.routes:
+            add(app)
         app.router.add_route("*", "/{tail:.*}", handler.dispatch)
         return app
 

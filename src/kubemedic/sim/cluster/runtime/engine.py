@@ -216,6 +216,9 @@ class Simulation:
             # Object uids and generated names come from the seed too, so a run repeats.
             server.writer.ids = random.Random(seed + 1)  # noqa: S311 (simulation, not crypto)
         self.random = random.Random(seed)  # noqa: S311 (simulation, not cryptography)
+        #: The run's seed, for parts that draw from their own source (the simulated cloud's
+        #: credentials) so as not to change what ``random`` gives the components.
+        self.seed = seed
         self.resolution = resolution
         self.rounds = rounds
         self.components: list[Component] = []

@@ -29,7 +29,7 @@ import orjson
 from aiohttp import web
 
 from kubemedic.model.quantities import Quantity
-from kubemedic.sim.cluster.cloud.identity import Identity, base_url, json, unauthorized
+from kubemedic.sim.cluster.cloud.identity import Identity, base_url, respond, unauthorized
 from kubemedic.sim.cluster.cloud.servers import Conflict, Instance, Servers
 from kubemedic.sim.machinery.clock import rfc3339
 
@@ -44,7 +44,7 @@ _VERSION = re.compile(r"^(?:compute\s+)?(\d+)\.(\d+)$|^(?:compute\s+)?latest$", 
 
 
 def _fault(kind: str, code: int, message: str) -> web.Response:
-    return json({kind: {"code": code, "message": message}}, status=code)
+    return respond({kind: {"code": code, "message": message}}, status=code)
 
 
 def _pair(version: str) -> tuple[int, int]:
@@ -98,7 +98,7 @@ class Compute:
         ]
 
     async def versions(self, request: web.Request) -> web.Response:
-        return json({"versions": self._versions(base_url(request))})
+        return respond({"versions": self._versions(base_url(request))})
 
     async def version(self, request: web.Request) -> web.Response:
         version = self._versions(base_url(request))[1]
@@ -111,7 +111,7 @@ class Compute:
                 "type": "application/vnd.openstack.compute+json;version=2.1",
             }
         ]
-        return json({"version": version})
+        return respond({"version": version})
 
     # the API -----------------------------------------------------------------------------------
 
@@ -187,7 +187,7 @@ class Compute:
         }
         if links:
             body["servers_links"] = links
-        return self._answer(json(body), version)
+        return self._answer(respond(body), version)
 
     async def show(self, request: web.Request) -> web.Response:
         version = self._authorized(request)
@@ -196,7 +196,7 @@ class Compute:
         server = self.servers.get(request.match_info["id"])
         if server is None:
             return self._answer(self._not_found(request.match_info["id"]), version)
-        return self._answer(json({"server": self._server(server, request)}), version)
+        return self._answer(respond({"server": self._server(server, request)}), version)
 
     async def action(self, request: web.Request) -> web.Response:
         version = self._authorized(request)

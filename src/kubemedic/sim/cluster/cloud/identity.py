@@ -11,7 +11,13 @@
   answer ``401`` in Keystone's words; a malformed request ``400``.
 - Tokens expire after :attr:`Identity.token_seconds` of cluster time (Keystone's default
   ``[token] expiration`` is an hour); a client that presents an expired or unknown token to Nova
-  gets ``401`` and authenticates again (keystoneauth does so on its own).
+  gets ``401`` and authenticates again (keystoneauth does so on its own). keystoneauth judges a
+  token's ``expires_at`` by its own wall clock, so when the cluster's clock is behind it (a
+  scenario that starts in the past) it finds every token stale and authenticates before each
+  request it makes, several times per openstacksdk call. That is what a real Keystone whose
+  clock lags the client's would see; to keep it cheap, the same credentials asking again within
+  one second of cluster time get the token already issued, so tokens held number at most one
+  per second of their lifetime.
 
 Credentials are made once from the simulation's seed (:class:`Credentials`): a user ``kubemedic``
 with a password in project ``kubemedic`` of the ``Default`` domain, and an application
@@ -33,7 +39,7 @@ from aiohttp import web
 
 from kubemedic.sim.cluster.runtime.engine import Simulation
 
-__all__ = ["IDENTITY", "Credentials", "Identity", "base_url", "json", "unauthorized"]
+__all__ = ["IDENTITY", "Credentials", "Identity", "base_url", "respond", "unauthorized"]
 
 #: Where Keystone is served (as DevStack serves it behind its web server).
 IDENTITY = "/identity"
@@ -42,7 +48,7 @@ UPDATED = "2020-04-07T00:00:00Z"
 DOMAIN = {"id": "default", "name": "Default"}
 
 
-def json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
+def respond(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
     return web.Response(
         body=orjson.dumps(body), status=status, content_type="application/json", headers=headers
     )
@@ -114,7 +120,7 @@ class BadRequest(Exception):
 
 
 def _error(code: int, title: str, message: str) -> web.Response:
-    return json({"error": {"code": code, "title": title, "message": message}}, status=code)
+    return respond({"error": {"code": code, "title": title, "message": message}}, status=code)
 
 
 def unauthorized() -> web.Response:
@@ -131,6 +137,9 @@ class Identity:
         self.credentials = credentials
         self.region = region
         self.tokens: dict[str, Token] = {}
+        #: The token last issued per (methods, scope, cluster second): asked again within the
+        #: same second, Keystone's answer is that token (see the module's docstring).
+        self._issued: dict[tuple[tuple[str, ...], bool, int], Token] = {}
         self._ids = random.Random(f"kubemedic-cloud-tokens-{sim.seed}")  # noqa: S311
         #: Filled by the cloud: the compute endpoint's path (``/compute/v2.1``).
         self.compute_path = ""
@@ -156,10 +165,10 @@ class Identity:
         }
 
     async def versions(self, request: web.Request) -> web.Response:
-        return json({"versions": {"values": [self._version(request)]}}, status=300)
+        return respond({"versions": {"values": [self._version(request)]}}, status=300)
 
     async def version(self, request: web.Request) -> web.Response:
-        return json({"version": self._version(request)})
+        return respond({"version": self._version(request)})
 
     # tokens ------------------------------------------------------------------------------------
 
@@ -194,16 +203,22 @@ class Identity:
         except (ValueError, KeyError, TypeError, AttributeError):
             return _error(400, "Bad Request", "Invalid input for field 'auth'.")
         now = self.sim.seconds()
-        token = Token(
-            id="gAAAAA" + uuid.UUID(int=self._ids.getrandbits(128), version=4).hex,
-            methods=methods,
-            issued=now,
-            expires=now + self.token_seconds,
-            application_credential="application_credential" in methods,
-        )
-        self.tokens = {k: t for k, t in self.tokens.items() if t.expires > now}
-        self.tokens[token.id] = token
-        return json(
+        key = (methods, scoped, int(now))
+        token = self._issued.get(key)
+        if token is None or token.expires <= now:
+            token = Token(
+                id="gAAAAA" + uuid.UUID(int=self._ids.getrandbits(128), version=4).hex,
+                methods=methods,
+                issued=now,
+                expires=now + self.token_seconds,
+                application_credential="application_credential" in methods,
+            )
+            if len(self._issued) > 64:
+                self._issued.clear()
+            self._issued[key] = token
+            self.tokens = {k: t for k, t in self.tokens.items() if t.expires > now}
+            self.tokens[token.id] = token
+        return respond(
             {"token": self._token_body(token, request, scoped=scoped)},
             status=201,
             headers={"X-Subject-Token": token.id},

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from kubemedic.repair.policy.records import Action, Power
-from kubemedic.repair.policy.settings import RepairSettings
+from kubemedic.repair.policy.settings import OpenStackSettings, RepairSettings
 from kubemedic.repair.providers.base import ProviderContext, ProviderError, Target
 from kubemedic.repair.providers.openstack import OpenStack, make, server_id
 from kubemedic.sim.cluster import CLOUD_NAME
@@ -40,8 +40,7 @@ def provider(
         ProviderContext(
             api=None,
             identity="kubemedic-test",
-            settings=RepairSettings(provider="openstack", openstack_cloud=cloud),
-            extra={"clouds_yaml": str(path)},
+            settings=OpenStackSettings(cloud=cloud, clouds_file=str(path)),
             timeout=timeout,
         )
     )
@@ -211,8 +210,23 @@ def test_os_client_config_file_is_honoured_without_a_path(
         ProviderContext(
             api=None,
             identity="kubemedic-test",
-            settings=RepairSettings(provider="openstack", openstack_cloud=CLOUD_NAME),
+            settings=RepairSettings(
+                provider="openstack", openstack=OpenStackSettings(cloud=CLOUD_NAME)
+            ),
             timeout=timedelta(seconds=20),
+        )
+    )
+    assert run(hands.power(targets(served)[0])) == Power.ON
+    run(hands.close())
+
+
+def test_extra_overrides_the_settings(served: ServedCloud) -> None:
+    hands = make(
+        ProviderContext(
+            api=None,
+            identity="kubemedic-test",
+            settings=RepairSettings(provider="openstack", openstack=OpenStackSettings(cloud="x")),
+            extra={"cloud": CLOUD_NAME, "clouds_yaml": str(served.clouds_yaml["password"])},
         )
     )
     assert run(hands.power(targets(served)[0])) == Power.ON

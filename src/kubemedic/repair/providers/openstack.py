@@ -1,11 +1,12 @@
 """The ``openstack`` provider: a node's server found, rebooted and powered on through Nova with
 openstacksdk.
 
-**Which cloud.** ``openstack.connect(cloud=NAME)`` with the cloud named by the ``repair.openstack.
-cloud`` setting (``RepairSettings.openstack_cloud``, or ``extra["cloud"]``; empty: openstacksdk's
-own default, ``OS_CLOUD``). The ``clouds.yaml`` is where openstacksdk looks for it
+**Which cloud.** ``openstack.connect(cloud=NAME)`` with the cloud named by
+``repair.openstack.cloud`` (``OpenStackSettings.cloud``, or ``extra["cloud"]``; empty:
+openstacksdk's own default, ``OS_CLOUD``). The ``clouds.yaml`` is where openstacksdk looks for it
 (``OS_CLIENT_CONFIG_FILE``, then ``./clouds.yaml``, ``~/.config/openstack/clouds.yaml``,
-``/etc/openstack/clouds.yaml``), unless ``extra["clouds_yaml"]`` names one: then that file alone
+``/etc/openstack/clouds.yaml``), unless ``repair.openstack.cloudsFile``
+(``OpenStackSettings.clouds_file``) or ``extra["clouds_yaml"]`` names one: then that file alone
 (the ``OS_*`` environment is not read). The connection is made on first use and reused; every
 request has ``ProviderContext.timeout`` (openstacksdk's ``api_timeout``, and the call as a whole).
 
@@ -256,8 +257,10 @@ def _nova_message(exc: sdk.HttpException) -> str:
 
 
 def make(context: ProviderContext) -> Provider:
-    """The ``openstack`` provider from the repair settings (``openstack_cloud``) and
-    ``context.extra`` (``cloud``, ``clouds_yaml``)."""
-    cloud = str(context.extra.get("cloud") or getattr(context.settings, "openstack_cloud", ""))
-    path = context.extra.get("clouds_yaml")
+    """The ``openstack`` provider from its settings (``context.settings``: the ``repair:``
+    section's ``openstack`` part, ``OpenStackSettings(cloud, clouds_file)``, or the whole
+    ``RepairSettings``), which ``context.extra`` (``cloud``, ``clouds_yaml``) overrides."""
+    own = getattr(context.settings, "openstack", context.settings)
+    cloud = str(context.extra.get("cloud") or getattr(own, "cloud", "") or "")
+    path = str(context.extra.get("clouds_yaml") or getattr(own, "clouds_file", "") or "")
     return OpenStack(cloud, clouds_yaml=Path(path) if path else None, timeout=context.timeout)

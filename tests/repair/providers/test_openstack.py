@@ -17,6 +17,7 @@ from kubemedic.repair.policy.records import Action, Power
 from kubemedic.repair.policy.settings import OpenStackSettings, RepairSettings
 from kubemedic.repair.providers.base import ProviderContext, ProviderError, Target
 from kubemedic.repair.providers.openstack import OpenStack, make, server_id
+from kubemedic.repair.providers.registry import make_provider
 from kubemedic.sim.cluster import CLOUD_NAME
 from tests.sim.cluster.cloud.serving import BOOTED, ServedCloud, serve_cloud
 
@@ -70,6 +71,14 @@ def test_provider_ids_of_openstack_and_others() -> None:
 
 def test_it_reboots_hard_and_powers_on_but_does_not_replace() -> None:
     assert OpenStack.actions == frozenset({Action.REBOOT, Action.POWER_ON})
+    assert OpenStack.tells_power
+
+
+def test_the_registry_makes_it_by_name() -> None:
+    context = ProviderContext(
+        api=None, identity="kubemedic-test", settings=OpenStackSettings(cloud=CLOUD_NAME)
+    )
+    assert isinstance(make_provider("openstack", context), OpenStack)
 
 
 @pytest.mark.parametrize("auth", ["application_credential", "password"])

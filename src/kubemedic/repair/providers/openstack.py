@@ -76,6 +76,8 @@ class OpenStack:
 
     name = "openstack"
     actions = frozenset({Action.REBOOT, Action.POWER_ON})
+    #: Whether ``power`` can answer anything but UNKNOWN (the controller asks only then).
+    tells_power = True
 
     def __init__(
         self,

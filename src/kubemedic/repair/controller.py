@@ -31,6 +31,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from kubemedic.kube.api import ApiError, ConnectionLost
+from kubemedic.repair.executing.executor import Executor
 from kubemedic.repair.policy import codec, deciding, health, ladder, observing
 from kubemedic.repair.policy.records import (
     Action,
@@ -45,11 +47,14 @@ from kubemedic.repair.policy.records import (
     Repair,
 )
 from kubemedic.repair.policy.settings import RepairSettings
-from kubemedic.repair.providers.base import Provider, ProviderError, Target
+from kubemedic.repair.providers import registry
+from kubemedic.repair.providers.base import Provider, ProviderContext, ProviderError, Target
 
-__all__ = ["Controller", "Hands", "Round"]
+__all__ = ["Controller", "Hands", "Round", "build"]
 
 log = logging.getLogger("kubemedic.repair")
+
+_DISRUPTIVE = frozenset({Action.REBOOT, Action.POWER_ON, Action.REPLACE})
 
 TICK = timedelta(seconds=10)
 """Longest sleep between rounds (cluster time) when nothing is due sooner."""
@@ -159,8 +164,13 @@ class Controller:
         mode = "dry run" if self.settings.dry_run else "acting"
         log.info("node repair on (%s, provider %s)", mode, self.provider.name)
         while not stop.is_set():
-            done = await self.round()
-            wake = done.plan.wake_at
+            wake: datetime | None = None
+            try:
+                wake = (await self.round()).plan.wake_at
+            except (ApiError, ConnectionLost, ProviderError) as error:
+                # The API or the cloud failed mid-round: what was done is folded and recorded
+                # next round (every action is safe to repeat), so try again after a tick.
+                log.warning("repair round failed: %s", error)
             now = self.clock.now()
             pause = self.tick
             if wake is not None:
@@ -196,6 +206,19 @@ class Controller:
             repair = repairs.get(decision.node or "")
             if repair is not None and repair.id == decision.repair:
                 repairs[repair.node] = ladder.fold(repair, decision, outcome, now)
+                self.repairs[repair.node] = repairs[repair.node]
+                if decision.action in _DISRUPTIVE and outcome.ok:
+                    # Recorded at once: a crash before the end of the round must not make
+                    # the next leader reboot (or delete) the same machine again.
+                    await asyncio.to_thread(
+                        self.ledger.save_repair_round,
+                        self.cluster,
+                        in_flight={repair.node: codec.repair_to_json(repairs[repair.node])},
+                        finished=[],
+                        decisions=[],
+                        node_states=[],
+                        at=now.timestamp(),
+                    )
         new = [d for d in plan.decisions if d.kind is not Kind.WAIT and d.key not in self.announced]
         for decision in new:
             self.announced.add(decision.key)
@@ -281,3 +304,39 @@ async def _sleep_or_stop(sleeping: Any, stop: asyncio.Event) -> None:
     _, pending = await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
     for task in pending:
         task.cancel()
+
+
+def build(
+    *,
+    api: Any,
+    archive: Ledger,
+    settings: RepairSettings,
+    cluster: str,
+    clock: Clock,
+    identity: str,
+    bodies: Callable[[], Iterable[Mapping[str, Any]]],
+) -> Controller:
+    """The controller with the configured provider and an executor over ``api``."""
+    context = ProviderContext(
+        api=api,
+        identity=identity,
+        settings=settings,
+        extra={"clouds_yaml": settings.openstack.clouds_file}
+        if settings.openstack.clouds_file
+        else {},
+        timeout=settings.exec.timeout,
+        now=clock.now,
+    )
+    provider = registry.make_provider(settings.provider, context)
+    hands = Executor(
+        api=api, provider=provider, identity=identity, dry_run=settings.dry_run, now=clock.now
+    )
+    return Controller(
+        settings=settings,
+        cluster=cluster,
+        clock=clock,
+        bodies=bodies,
+        hands=hands,
+        provider=provider,
+        ledger=archive,
+    )

@@ -47,6 +47,7 @@ from kubemedic.kube.clock import Clock, ServerClock, WallClock
 from kubemedic.kube.leader import LeaderElector
 from kubemedic.kube.reflector import Reflector
 from kubemedic.model.view import ClusterView
+from kubemedic.repair import controller as repairing
 from kubemedic.repair.policy.settings import RepairSettings
 from kubemedic.run.recorder import Recorder
 from kubemedic.store import retention
@@ -70,6 +71,10 @@ CACHED = (
 """Streams kept only in memory, for the scans."""
 
 METRICS = (kinds.POD_METRICS, kinds.NODE_METRICS)
+
+REPAIR_CACHED = (kinds.LEASES, kinds.MACHINES, kinds.MACHINE_SETS, kinds.MACHINE_DEPLOYMENTS)
+"""Streams the node repair reads besides the nodes: node Leases (liveness) and the Cluster API
+objects behind the nodes (replacement)."""
 
 
 @dataclass
@@ -108,6 +113,7 @@ class Daemon:
         self.reflectors: list[Reflector] = []
         self.metrics: list[dict[str, Any]] = []
         self.scans = 0
+        self.repair: repairing.Controller | None = None
         self._reported: dict[str, tuple[int, int, int]] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -209,7 +215,10 @@ class Daemon:
             Reflector(api, kind, recorder, resume_from=checkpoints.get(kind.stream))
             for kind in RECORDED
         ]
-        for kind in CACHED:
+        wanted = [*CACHED]
+        if self.options.repair is not None:
+            wanted += [kind for kind in REPAIR_CACHED if kind not in wanted]
+        for kind in wanted:
             if await _served(api, kind):
                 self.reflectors.append(Reflector(api, kind))
             else:
@@ -221,6 +230,8 @@ class Daemon:
         tasks.append(loop.create_task(self._every(self.options.metrics_interval, self._poll)))
         if self.options.retain is not None:
             tasks.append(loop.create_task(self._every(3600.0, self._retain)))
+        if self.options.repair is not None:
+            tasks.append(loop.create_task(self._repair(self.options.repair, stop)))
         stopper = loop.create_task(stop.wait())
         try:
             done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
@@ -302,6 +313,23 @@ class Daemon:
         return checks.run_checks(
             view, names=self.options.check_names, configs=self.options.check_configs
         )
+
+    async def _repair(self, settings: RepairSettings, stop: asyncio.Event) -> None:
+        """Node repair, on the leader, once the caches are filled."""
+        api, archive = self.api, self.archive
+        assert api is not None and archive is not None
+        await self._synced()
+        controller = repairing.build(
+            api=api,
+            archive=archive,
+            settings=settings,
+            cluster=self.cluster,
+            clock=self.clock,
+            identity=self.identity,
+            bodies=self.bodies,
+        )
+        self.repair = controller
+        await controller.run(stop)
 
     async def _poll(self) -> None:
         api, recorder = self.api, self.recorder

@@ -156,9 +156,8 @@ class ExecProvider:
 
 
 def make(context: ProviderContext) -> ExecProvider:
-    """The ``exec`` provider: the command is ``context.settings.exec_command`` (or
+    """The ``exec`` provider: the command is ``repair.exec.command`` of the settings (or
     ``context.extra["command"]``), the timeout ``context.timeout``."""
-    command: Sequence[str] = (
-        context.extra.get("command") or getattr(context.settings, "exec_command", None) or ()
-    )
+    configured = getattr(getattr(context.settings, "exec", None), "command", None)
+    command: Sequence[str] = context.extra.get("command") or configured or ()
     return ExecProvider(command=tuple(command), timeout=context.timeout)

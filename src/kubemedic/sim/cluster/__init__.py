@@ -4,8 +4,9 @@
   :class:`Client` components write through, the hosts they run on, the usage model and the event
   recorders;
 - independent component groups, each importing only the runtime: :mod:`.controllers`
-  (kube-controller-manager's loops), :mod:`.scheduler`, :mod:`.kubelet`, :mod:`.infra` (Cluster
-  API, infrastructure provider, autoscaler) and :mod:`.metricsserver`;
+  (kube-controller-manager's loops), :mod:`.scheduler`, :mod:`.kubelet`, :mod:`.agent` (kubemedic's
+  node agent), :mod:`.infra` (Cluster API, infrastructure provider, autoscaler) and
+  :mod:`.metricsserver`;
 - :mod:`.cloud`: the simulated OpenStack cloud (Keystone and Nova) over the infrastructure
   provider's VMs and the hosts, served on the API server's port;
 - :mod:`.assembly` wires them into a :class:`Cluster`.

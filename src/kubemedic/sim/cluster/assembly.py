@@ -4,18 +4,20 @@
 components in the order a change flows through a real cluster, so one engine pass carries a write as
 far as it would go in one informer round trip:
 
-1. controllers: Deployment, ReplicaSet, DaemonSet (kube-controller-manager);
+1. controllers: Deployment, ReplicaSet, DaemonSet, StatefulSet (kube-controller-manager);
 2. the scheduler (kube-scheduler);
-3. the kubelets, then the kubelets' eviction manager, OOM killer and probes (``pressure``);
+3. the kubelets, then the kubelets' eviction manager, OOM killer and probes (``pressure``), then
+   kubemedic's node agent on every node (``agent``: its own process next to the kubelet);
 4. the node lifecycle controller and PodGC (kube-controller-manager);
 5. Cluster API (MachineDeployment -> MachineSet -> Machine -> Node, and its infrastructure
    provider), then the cluster-autoscaler;
 6. metrics-server.
 
 One :class:`~kubemedic.sim.cluster.runtime.hosts.Hosts` is shared by the kubelets, the pressure
-model, Cluster API's infrastructure provider and the scenarios (which break hosts), and one
-:class:`~kubemedic.sim.cluster.runtime.usage.UsageModel` by the pressure model and metrics-server;
-the usage model is attached first so its node count is current before anyone reads it.
+model, the node agents, Cluster API's infrastructure provider and the scenarios (which break
+hosts), and one :class:`~kubemedic.sim.cluster.runtime.usage.UsageModel` by the pressure model
+and metrics-server; the usage model is attached first so its node count is current before anyone
+reads it.
 
 ``only`` builds a partial cluster (tests of one behaviour, or an API server with a scheduler
 and nothing else); components that another needs come along (``pressure`` and ``metrics``
@@ -34,11 +36,13 @@ from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.cluster.runtime.hosts import Hosts
 
 if TYPE_CHECKING:
+    from kubemedic.sim.cluster.agent.agents import NodeAgents
     from kubemedic.sim.cluster.controllers.daemonsets import DaemonSetController
     from kubemedic.sim.cluster.controllers.deployments import DeploymentController
     from kubemedic.sim.cluster.controllers.nodelifecycle import NodeLifecycleController
     from kubemedic.sim.cluster.controllers.podgc import PodGC
     from kubemedic.sim.cluster.controllers.replicasets import ReplicaSetController
+    from kubemedic.sim.cluster.controllers.statefulsets import StatefulSetController
     from kubemedic.sim.cluster.infra.autoscaling import Autoscaler
     from kubemedic.sim.cluster.infra.clusterapi import ClusterAPI
     from kubemedic.sim.cluster.kubelet.kubelets import Kubelets
@@ -54,9 +58,11 @@ COMPONENTS: tuple[str, ...] = (
     "deployments",
     "replicasets",
     "daemonsets",
+    "statefulsets",
     "scheduler",
     "kubelets",
     "pressure",
+    "agent",
     "nodelifecycle",
     "podgc",
     "clusterapi",
@@ -75,9 +81,11 @@ class Cluster:
     deployments: DeploymentController | None = None
     replicasets: ReplicaSetController | None = None
     daemonsets: DaemonSetController | None = None
+    statefulsets: StatefulSetController | None = None
     scheduler: Scheduler | None = None
     kubelets: Kubelets | None = None
     pressure: NodePressure | None = None
+    agent: NodeAgents | None = None
     nodelifecycle: NodeLifecycleController | None = None
     podgc: PodGC | None = None
     clusterapi: ClusterAPI | None = None
@@ -125,6 +133,10 @@ def build(
             from kubemedic.sim.cluster.controllers.daemonsets import DaemonSetController  # noqa: PLC0415
 
             cluster.daemonsets = sim.add(DaemonSetController())
+        elif name == "statefulsets":
+            from kubemedic.sim.cluster.controllers.statefulsets import StatefulSetController  # noqa: PLC0415
+
+            cluster.statefulsets = sim.add(StatefulSetController())
         elif name == "scheduler":
             from kubemedic.sim.cluster.scheduler.scheduling import Scheduler  # noqa: PLC0415
 
@@ -138,6 +150,10 @@ def build(
 
             assert usage is not None
             cluster.pressure = sim.add(NodePressure(hosts, usage))
+        elif name == "agent":
+            from kubemedic.sim.cluster.agent.agents import NodeAgents  # noqa: PLC0415
+
+            cluster.agent = sim.add(NodeAgents(hosts))
         elif name == "nodelifecycle":
             from kubemedic.sim.cluster.controllers.nodelifecycle import NodeLifecycleController  # noqa: PLC0415
 

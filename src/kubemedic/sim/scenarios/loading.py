@@ -323,6 +323,8 @@ def _check(scenario: Scenario) -> Iterator[tuple[str, str]]:
             yield f"pools[{i}].autoscaling", "min is above max"
         if pool.autoscaling is not None and pool.provider != "clusterapi":
             yield f"pools[{i}].autoscaling", 'needs provider "clusterapi"'
+        if pool.agent is not None and pool.agent.self_repair and not pool.agent.enabled:
+            yield f"pools[{i}].agent.selfRepair", "needs the agent enabled"
     for i, group in enumerate(scenario.objects):
         for j, manifest in enumerate(group.manifests):
             yield from _check_manifest(manifest, f"objects[{i}].manifests[{j}]")

@@ -23,6 +23,7 @@
   manager ``clearAfter`` registration (kept if it has no ``clearAfter``).
 - **Shrinking a ``nodes`` pool** removes its newest machines: powered off and their Nodes
   deleted, as cluster-autoscaler's scale-down and the cloud node lifecycle controller do.
+- **The node agent**'s settings of a pool (``agent:``) apply to the nodes with its pool label.
 - **Scaling a ``clusterapi`` pool** patches its MachineDeployments' replicas through the
   ``scale`` subresource as the action's manager (cluster-autoscaler by default), the total
   spread over the zones; Cluster API does the rest.
@@ -39,6 +40,7 @@ from datetime import datetime, timedelta
 from random import Random
 from typing import Any
 
+from kubemedic.sim.cluster.agent.agents import AgentSettings
 from kubemedic.sim.cluster.assembly import Cluster
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.machinery import errors, managers
@@ -105,6 +107,7 @@ class NodePools:
         """Put the pools in place as they were when the story begins: ``nodes`` pools stored,
         ``clusterapi`` pools applied and run (cluster time passes) until their nodes are Ready."""
         self.sim.watch("nodes", self._on_node)
+        self._configure_agents()
         now = self.sim.now()
         loaded: list[Obj] = []
         for state in self._pools.values():
@@ -114,6 +117,22 @@ class NodePools:
         if loaded:
             self.sim.server.load(loaded)
         self._provision_clusterapi_pools()
+
+    def _configure_agents(self) -> None:
+        """The node agent's settings of each pool that names some (by the pool label)."""
+        if self.cluster.agent is None:
+            return
+        for state in self._pools.values():
+            agent = state.spec.agent
+            if agent is not None:
+                settings = AgentSettings(
+                    enabled=agent.enabled,
+                    self_repair=agent.self_repair,
+                    grace=agent.grace,
+                    cooldown=agent.cooldown,
+                    max_restarts=agent.max_restarts,
+                )
+                self.cluster.agent.configure({POOL_LABEL: state.spec.name}, settings)
 
     def nodes(self, pool: str) -> list[str]:
         """Names of the pool's nodes now in the API, sorted."""

@@ -40,6 +40,9 @@ Format (keys are camelCase, as in Kubernetes manifests; unknown keys are errors)
         instanceType: n2-standard-8
         bootTime: [60s, 2m]      # how long a new or rebooted machine takes to boot
         autoscaling: {min: 1, max: 20}   # cluster-autoscaler node-group size annotations
+        agent: {selfRepair: true}  # kubemedic's node agent (on every node; default: reports
+                                   # conditions, answers requests, no self-repair); also
+                                   # enabled, grace (60s), cooldown (2m), maxRestarts (3)
     objects:                     # written when the story begins, in order
       - manager: argocd-controller     # the field manager (managedFields read like a cluster's)
         operation: Apply               # Apply: server-side apply; Update: create (POST)
@@ -129,6 +132,7 @@ __all__ = [
     "FaultKind",
     "Manifest",
     "Mark",
+    "NodeAgent",
     "NodePool",
     "NodeSelection",
     "ObjectGroup",
@@ -293,6 +297,20 @@ class Autoscaling(_Model):
     max: NodeCount
 
 
+class NodeAgent(_Model):
+    """kubemedic's node agent on a pool's nodes (it runs on every node by default, reporting
+    its conditions and carrying out the repair controller's requests). ``selfRepair`` turns on
+    its own restarts of a failing kubelet or container runtime, as GKE's ``health-monitor.sh``
+    does: after ``grace`` of failure, at most once per ``cooldown``, giving up after
+    ``maxRestarts`` restarts of one daemon in one boot. ``enabled: false``: no agent at all."""
+
+    enabled: bool = True
+    self_repair: bool = False
+    grace: Duration = 60.0
+    cooldown: Duration = 120.0
+    max_restarts: Annotated[int, _whole(1, 1000)] = 3
+
+
 class NodePool(_Model):
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
     count: NodeCount
@@ -308,6 +326,7 @@ class NodePool(_Model):
     instance_type: str | None = None
     boot_time: DurationRange = (60.0, 60.0)
     autoscaling: Autoscaling | None = None
+    agent: NodeAgent | None = None
 
     @field_validator("capacity")
     @classmethod

@@ -9,7 +9,13 @@ import pytest
 from kubemedic.sim.scenarios import loading as scenarios
 from kubemedic.sim.scenarios.loading import ScenarioError, parse, parse_duration
 
-BUNDLED = ("core-node-prometheus", "gitops-nodename-storm", "healthy", "node-failures")
+BUNDLED = (
+    "core-node-prometheus",
+    "gitops-nodename-storm",
+    "healthy",
+    "node-failures",
+    "node-repair",
+)
 
 MINIMAL = """
 pools:
@@ -116,6 +122,22 @@ def test_invalid_quantity_in_a_pool_is_named() -> None:
 def test_pool_capacity_needs_cpu_and_memory() -> None:
     text = "pools:\n  - {name: a, count: 1, capacity: {pods: 10}}\n"
     assert only_problem(text) == ("pools[0].capacity", "capacity needs cpu and memory")
+
+
+def test_pool_agent_settings_are_read_and_checked() -> None:
+    agent = "{selfRepair: true, cooldown: 5m, maxRestarts: 2}"
+    text = f"pools:\n  - {{name: a, count: 1, capacity: {{cpu: 4, memory: 8Gi}}, agent: {agent}}}\n"
+    (pool,) = parse(text, source="story.yaml").pools
+    assert pool.agent is not None
+    assert (pool.agent.enabled, pool.agent.self_repair) == (True, True)
+    assert (pool.agent.grace, pool.agent.cooldown, pool.agent.max_restarts) == (60.0, 300.0, 2)
+    bad = text.replace("selfRepair: true", "selfRepair: true, enabled: false")
+    assert only_problem(bad) == ("pools[0].agent.selfRepair", "needs the agent enabled")
+    where, what = only_problem(text.replace("maxRestarts", "maxRestart"))
+    assert where == "pools[0].agent.maxRestart"
+    assert what.startswith("unknown key")
+    where, _ = only_problem(text.replace("maxRestarts: 2", "maxRestarts: 0"))
+    assert where == "pools[0].agent.maxRestarts"
 
 
 def test_invalid_quantity_in_a_container_is_named_by_its_path() -> None:

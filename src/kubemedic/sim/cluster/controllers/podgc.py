@@ -7,8 +7,17 @@ Every ``gcCheckPeriod`` (20 s) it runs four passes:
   oldest first by ``creationTimestamp`` (name breaking ties). Below the threshold ``Failed`` pods
   are kept forever: a failed-pod storm piles up 12,500 of them before anything is cleaned, and
   then the collector only holds the line while the ReplicaSet keeps making more;
-- **terminating pods on out-of-service nodes** (not Ready and tainted
-  ``node.kubernetes.io/out-of-service``) are force-deleted;
+- **terminating pods on out-of-service nodes** (``gcTerminating``: any pod with a
+  ``deletionTimestamp`` whose node is not Ready, ``False`` or ``Unknown``, and has a taint with
+  the key ``node.kubernetes.io/out-of-service``, whatever its value and effect) are marked
+  ``Failed`` (no condition) and force-deleted. This is the non-graceful node shutdown contract:
+  on a node that is down, taint eviction marks pods for deletion after their 300 s
+  ``unreachable`` toleration but no kubelet confirms, so they stay ``Terminating`` (a
+  StatefulSet cannot make its pod again) until someone confirms the machine is off with the
+  taint ``node.kubernetes.io/out-of-service=nodeshutdown:NoExecute``; the taint itself also
+  makes taint eviction delete the pods that do not tolerate it. (The attach/detach
+  controller's forced detach of their volumes is not simulated: there are no volumes.) A
+  kubelet that comes back later finds the pods gone and starts nothing;
 - **orphaned pods**, bound to a node that no longer exists, are deleted once the node has been
   missing for ``quarantineTime`` (40 s; the controller then confirms with a GET), with the
   condition ``DisruptionTarget`` (reason ``DeletionByPodGC``, "PodGC: node no longer exists");

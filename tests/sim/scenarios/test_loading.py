@@ -125,11 +125,11 @@ def test_pool_capacity_needs_cpu_and_memory() -> None:
 
 
 def test_pool_agent_settings_are_read_and_checked() -> None:
-    agent = "{selfRepair: true, cooldown: 5m, maxRestarts: 2}"
+    agent = "{selfRepair: true, cooldown: 5m, maxRestarts: 2, heartbeat: 1m}"
     text = f"pools:\n  - {{name: a, count: 1, capacity: {{cpu: 4, memory: 8Gi}}, agent: {agent}}}\n"
     (pool,) = parse(text, source="story.yaml").pools
     assert pool.agent is not None
-    assert (pool.agent.enabled, pool.agent.self_repair) == (True, True)
+    assert (pool.agent.enabled, pool.agent.self_repair, pool.agent.heartbeat) == (True, True, 60)
     assert (pool.agent.grace, pool.agent.cooldown, pool.agent.max_restarts) == (60.0, 300.0, 2)
     bad = text.replace("selfRepair: true", "selfRepair: true, enabled: false")
     assert only_problem(bad) == ("pools[0].agent.selfRepair", "needs the agent enabled")
@@ -138,6 +138,8 @@ def test_pool_agent_settings_are_read_and_checked() -> None:
     assert what.startswith("unknown key")
     where, _ = only_problem(text.replace("maxRestarts: 2", "maxRestarts: 0"))
     assert where == "pools[0].agent.maxRestarts"
+    where, _ = only_problem(text.replace("heartbeat: 1m", "heartbeat: 2h"))
+    assert where == "pools[0].agent.heartbeat"
 
 
 def test_invalid_quantity_in_a_container_is_named_by_its_path() -> None:

@@ -127,6 +127,7 @@ class NodePools:
             if agent is not None:
                 settings = AgentSettings(
                     enabled=agent.enabled,
+                    heartbeat=agent.heartbeat,
                     self_repair=agent.self_repair,
                     grace=agent.grace,
                     cooldown=agent.cooldown,

@@ -42,7 +42,8 @@ Format (keys are camelCase, as in Kubernetes manifests; unknown keys are errors)
         autoscaling: {min: 1, max: 20}   # cluster-autoscaler node-group size annotations
         agent: {selfRepair: true}  # kubemedic's node agent (on every node; default: reports
                                    # conditions, answers requests, no self-repair); also
-                                   # enabled, grace (60s), cooldown (2m), maxRestarts (3)
+                                   # enabled, heartbeat (30s), grace (60s), cooldown (2m),
+                                   # maxRestarts (3)
     objects:                     # written when the story begins, in order
       - manager: argocd-controller     # the field manager (managedFields read like a cluster's)
         operation: Apply               # Apply: server-side apply; Update: create (POST)
@@ -302,9 +303,13 @@ class NodeAgent(_Model):
     its conditions and carrying out the repair controller's requests). ``selfRepair`` turns on
     its own restarts of a failing kubelet or container runtime, as GKE's ``health-monitor.sh``
     does: after ``grace`` of failure, at most once per ``cooldown``, giving up after
-    ``maxRestarts`` restarts of one daemon in one boot. ``enabled: false``: no agent at all."""
+    ``maxRestarts`` restarts of one daemon in one boot. ``enabled: false``: no agent at all.
+    ``heartbeat`` (default 30s, the contract's) is how often it writes its conditions when
+    nothing changes; each write costs like a kubelet status update, so very large benchmarks
+    may stretch it."""
 
     enabled: bool = True
+    heartbeat: Annotated[float, BeforeValidator(parse_duration), Field(ge=1, le=3600)] = 30.0
     self_repair: bool = False
     grace: Duration = 60.0
     cooldown: Duration = 120.0

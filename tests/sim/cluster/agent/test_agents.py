@@ -243,6 +243,15 @@ def test_self_repair_restarts_after_the_grace_and_gives_up_after_the_limit() -> 
     assert host.runtime == "running" and host.runtime_restarts == 1
 
 
+def test_the_heartbeat_period_is_a_setting() -> None:
+    sim, _, _ = cluster(AgentSettings(heartbeat=120))
+    beat = condition(sim, contract.AGENT_READY)["lastHeartbeatTime"]
+    sim.run_for(100)
+    assert condition(sim, contract.AGENT_READY)["lastHeartbeatTime"] == beat
+    sim.run_for(30)
+    assert condition(sim, contract.AGENT_READY)["lastHeartbeatTime"] > beat
+
+
 def test_self_repair_is_off_by_default_and_a_disabled_agent_does_nothing() -> None:
     sim, hosts, _ = cluster()
     hosts.get("n1").kubelet = "stopped"

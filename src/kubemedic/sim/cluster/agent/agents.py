@@ -12,8 +12,8 @@ Every :data:`CHECK_PERIOD` (10 s) it looks at the host:
   ``KubeletHealthy``), ``ContainerRuntimeUnhealthy`` (``True`` with ``ContainerRuntimeHung``, else
   ``False`` ``ContainerRuntimeHealthy``), written by a strategic merge patch of ``nodes/status``
   keyed by ``type`` as field manager ``kubemedic-agent`` when one changes and at least every
-  :data:`HEARTBEAT` (30 s), each with a new ``lastHeartbeatTime`` (``lastTransitionTime`` moves
-  only with ``status``).
+  :data:`HEARTBEAT` (30 s; :class:`AgentSettings` ``heartbeat``), each with a new
+  ``lastHeartbeatTime`` (``lastTransitionTime`` moves only with ``status``).
 - **Requests**: a new ``kubemedic.io/agent-request`` annotation is judged by
   :func:`.contract.judge` and answered with ``kubemedic.io/agent-ack`` (a merge patch of the
   Node's annotations, ``kubemedic-agent``) and an Event (component ``kubemedic-agent``):
@@ -63,6 +63,9 @@ class AgentSettings:
     """How the agent runs on a node. ``grace``, ``cooldown`` in cluster seconds."""
 
     enabled: bool = True
+    #: How often the conditions are written when nothing changed (the contract's 30 s; large
+    #: benchmarks may stretch it, up to the controller's ``agentHeartbeat`` of 2 minutes).
+    heartbeat: float = HEARTBEAT
     self_repair: bool = False
     #: Self-repair: how long a daemon must fail before it is restarted.
     grace: float = 60.0
@@ -207,7 +210,7 @@ class NodeAgents:
     def _report(self, agent: _Agent, host: Host, now: float) -> bool:
         conditions = _conditions(host)
         statuses = tuple((c[0], c[1]) for c in conditions)
-        if statuses == agent.reported and now - agent.last_beat < HEARTBEAT:
+        if statuses == agent.reported and now - agent.last_beat < agent.settings.heartbeat:
             return False
         node = self.sim.get(NODES, "", agent.name)
         if node is None:

@@ -19,6 +19,9 @@ from kubemedic.store.db import Archive
 from tests.incidents import recording
 from tests.incidents.builders import MEMORY_CAUSE, PROMETHEUS
 
+#: A whole scenario played over HTTP: minutes on a loaded 2-core machine, not the suite's 120 s.
+pytestmark = pytest.mark.timeout(900)
+
 OOM_CAUSE = "oom:prod/Deployment/dask-worker/dask-worker"
 
 

@@ -21,11 +21,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubemedic.sim.apiserver.serving import write_kubeconfig
 from kubemedic.sim.scenarios import loading as scenarios
 from kubemedic.sim.scenarios.timeline import ScenarioRun
 
 from .harness import KUBEMEDIC, RecorderProcess, Truth, archive_mismatch, eventually
+
+#: A whole scenario played over HTTP: minutes on a loaded 2-core machine, not the suite's 120 s.
+pytestmark = pytest.mark.timeout(900)
 
 SPEED = 400.0
 """Cluster seconds per wall second asked of the paced run (it goes as fast as it can)."""

@@ -353,10 +353,15 @@ class Daemon:
 
 
 async def _served(api: Api, kind: Kind) -> bool:
+    """Whether ``kind`` is served (and readable). Only a 403 or 404 says no: a throttled,
+    failing or cut-off answer says nothing, and the reflector retries it with back-off (a
+    leader starting again in the middle of an API server's bad minute must not exit)."""
     try:
         await api.list_page(kind, limit=1)
     except (Forbidden, NotFound):
         return False
+    except (ApiError, ConnectionLost) as error:
+        log.info("%s: cannot tell yet whether it is served (%s); watching it", kind.stream, error)
     return True
 
 

@@ -4,6 +4,7 @@ long) safely: archived cut to size and printed without a terminal escape."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -17,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from kubemedic.kube import config as kubeconfig
+from kubemedic.kube import kinds
+from kubemedic.run.daemon import _served
 from kubemedic.store.records import MAX_MESSAGE
 from kubemedic.testing import bodies
 from tests.inprocess import kubemedic, one_error_line
@@ -174,3 +178,23 @@ def test_odd_and_huge_event_messages_are_archived_and_printed_safely(
     assert (code, err) == (0, "")
     assert "\x1b" not in out and "\x00" not in out and "\x07" not in out
     assert "?[31mred?[0m" in out
+
+
+@pytest.mark.parametrize("fault", [{"throttle_rate": 1.0, "retry_after": 1}, {"error_rate": 1.0}])
+def test_a_throttled_or_failing_probe_leaves_a_kind_to_the_reflector(
+    emulator: Running, fault: dict[str, float]
+) -> None:
+    """A leader starting again during an API server's bad minute keeps going: only a 403 or a
+    404 says a kind is not served (the reflector retries the rest with back-off)."""
+
+    async def probe() -> tuple[bool, bool]:
+        api = kubeconfig.connect(kubeconfig.resolve(emulator.kubeconfig, None))
+        try:
+            return await _served(api, kinds.DEPLOYMENTS), await _served(api, kinds.MACHINES)
+        finally:
+            await api.close()
+
+    emulator.call(lambda: emulator.server.faults.update(fault))
+    assert asyncio.run(probe()) == (True, True)
+    emulator.call(lambda: emulator.server.faults.update({"throttle_rate": 0.0, "error_rate": 0.0}))
+    assert asyncio.run(probe()) == (True, False)  # no Cluster API here: a plain 404

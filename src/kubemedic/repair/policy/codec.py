@@ -78,9 +78,7 @@ def time_to_json(value: datetime) -> str:
     """RFC 3339 in UTC with ``Z``; microseconds only when there are some."""
     if value.tzinfo is None:
         raise ValueError(f"time {value.isoformat()} has no timezone")
-    if value.microsecond:
-        return objects.format_micro_time(value)
-    return objects.format_time(value)
+    return objects.format_exact_time(value)
 
 
 def _opt_time(value: datetime | None) -> str | None:

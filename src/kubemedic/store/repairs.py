@@ -35,6 +35,7 @@ from kubemedic.store.records import storable_text
 __all__ = [
     "NODE_STATES",
     "RELEASED",
+    "clusters",
     "decisions",
     "ledger",
     "load",
@@ -315,6 +316,15 @@ def node_states(connection: Connection, cluster: str) -> list[Json]:
         }
         for row in _rows(connection, query, table)
     ]
+
+
+def clusters(connection: Connection) -> list[str]:
+    """The clusters node repair has recorded anything for (a state, a repair, a ledger row)."""
+    found: set[str] = set()
+    for table in (schema.node_states, schema.repairs, schema.repair_ledger):
+        query = sa.select(table.c.cluster).distinct()
+        found.update(str(row[0]) for row in connection.execute(query))
+    return sorted(found)
 
 
 def not_ready_since(connection: Connection, cluster: str, since: float) -> dict[str, list[float]]:

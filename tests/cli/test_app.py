@@ -55,6 +55,7 @@ def test_the_app_has_the_commands_of_every_group() -> None:
         ("incidents", "show"),
         ("incidents", "export"),
         ("nodes", "release"),
+        ("config", "show-defaults"),
     }
 
 

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from kubemedic.repair.policy import codec
-from kubemedic.repair.policy.records import LedgerEntry, Repair, Step, StepRecord
+from kubemedic.repair.policy.records import LedgerEntry, NodeState, Repair, Step, StepRecord
 from kubemedic.store import schema
 from kubemedic.store.db import Archive
 from kubemedic.testing import bodies
@@ -64,20 +64,17 @@ def fill(url: str, cluster: str = "prod") -> None:
             cluster,
             in_flight={"worker-2": codec.repair_to_json(in_flight("worker-2"))},
             finished=[
-                codec.ledger_to_json(entry("worker-1", "a", 20)),
-                codec.ledger_to_json(entry("worker-1", "b", 60, "quarantined")),
+                codec.entry_to_json(entry("worker-1", "a", 20)),
+                codec.entry_to_json(entry("worker-1", "b", 60, "quarantined")),
             ],
             decisions=[],
             node_states=[
-                codec.node_state(
-                    "worker-1",
-                    state="quarantined",
-                    step="quarantine",
-                    reason="2 repairs in 24h",
+                codec.node_state_to_json(
+                    NodeState("worker-1", "quarantined", "quarantine", "2 repairs in 24h"),
                     since=t(60),
                 ),
-                codec.node_state("worker-2", state="repairing", step="restart", reason="kubelet"),
-                codec.node_state("worker-3", state="healthy"),
+                codec.node_state_to_json(NodeState("worker-2", "repairing", "restart", "kubelet")),
+                codec.node_state_to_json(NodeState("worker-3", "healthy")),
             ],
             at=t(100).timestamp(),
         )

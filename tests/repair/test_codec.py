@@ -16,6 +16,7 @@ from kubemedic.repair.policy.records import (
     Decision,
     Kind,
     LedgerEntry,
+    NodeState,
     Repair,
     Step,
     StepRecord,
@@ -52,6 +53,7 @@ repairs = st.builds(
     fenced=st.booleans(),
     cordoned=st.booleans(),
     machine=texts,
+    owner=texts,
     ready_since=st.none() | times,
     detail=texts,
     dry_run=st.booleans(),
@@ -94,7 +96,7 @@ def test_a_repair_round_trips_through_json(repair: Repair) -> None:
 
 @given(entries)
 def test_a_ledger_entry_round_trips_through_json(entry: LedgerEntry) -> None:
-    assert codec.ledger_from_json(_through_json(codec.ledger_to_json(entry))) == entry
+    assert codec.entry_from_json(_through_json(codec.entry_to_json(entry))) == entry
 
 
 @given(decisions)
@@ -173,12 +175,23 @@ def test_a_bad_repair_names_its_field(change: dict[str, object], message: str) -
 
 
 def test_a_missing_required_field_is_named() -> None:
-    document = codec.ledger_to_json(LedgerEntry("r-1", "worker-1", "t", T0, T0, "repaired"))
+    document = codec.entry_to_json(LedgerEntry("r-1", "worker-1", "t", T0, T0, "repaired"))
     del document["outcome"]
-    with pytest.raises(codec.CodecError, match=r"^ledger\.outcome: missing \(a required field\)"):
-        codec.ledger_from_json(document)
-    with pytest.raises(codec.CodecError, match=r"^ledger: expected an object, found \[\]"):
-        codec.ledger_from_json([])
+    with pytest.raises(
+        codec.CodecError, match=r"^ledger entry\.outcome: missing \(a required field\)"
+    ):
+        codec.entry_from_json(document)
+    with pytest.raises(codec.CodecError, match=r"^ledger entry: expected an object, found \[\]"):
+        codec.entry_from_json([])
+
+
+def test_a_decision_given_at_a_time_reads_back_without_it() -> None:
+    given = Decision(Kind.SKIP, "worker-1", "KubemedicRepairSkipped", "do-not-repair")
+    document = codec.decision_to_json(given, T0)
+    assert document["at"] == "2026-12-02T10:00:00Z"
+    assert codec.decision_from_json(document) == given
+    with pytest.raises(codec.CodecError, match=r"^decision\.at: expected an RFC 3339 time"):
+        codec.decision_from_json({**document, "at": 5})
 
 
 def test_decision_args_must_be_text() -> None:
@@ -191,7 +204,8 @@ def test_decision_args_must_be_text() -> None:
 
 
 def test_a_node_state_is_one_of_the_five() -> None:
-    assert codec.node_state("worker-1", state="held", step="reboot", reason="brake", since=T0) == {
+    held = NodeState("worker-1", "held", "reboot", "brake")
+    assert codec.node_state_to_json(held, since=T0) == {
         "node": "worker-1",
         "state": "held",
         "step": "reboot",
@@ -199,4 +213,4 @@ def test_a_node_state_is_one_of_the_five() -> None:
         "since": "2026-12-02T10:00:00Z",
     }
     with pytest.raises(ValueError, match="not one of healthy, unhealthy"):
-        codec.node_state("worker-1", state="sick")
+        codec.node_state_to_json(NodeState("worker-1", "sick"))

@@ -19,6 +19,7 @@ from kubemedic.repair.policy.records import (
     Decision,
     Kind,
     LedgerEntry,
+    NodeState,
     Repair,
     Step,
     StepRecord,
@@ -83,7 +84,9 @@ def decision(node: str | None = "worker-1", **changes: object) -> Decision:
 
 
 def state(node: str = "worker-1", word: str = "repairing") -> dict[str, object]:
-    return codec.node_state(node, state=word, step="reboot", reason="Ready False for 10m", since=T0)
+    return codec.node_state_to_json(
+        NodeState(node, word, "reboot", "Ready False for 10m"), since=T0
+    )
 
 
 def test_a_repair_in_flight_is_saved_and_resumed_as_it_was(archive: Archive) -> None:
@@ -125,7 +128,7 @@ def test_a_finished_repair_leaves_the_flight_for_the_ledger_once(archive: Archiv
     )
     round_ = {
         "in_flight": {"worker-2": codec.repair_to_json(repair("worker-2", "r-2"))},
-        "finished": [codec.ledger_to_json(finished())],
+        "finished": [codec.entry_to_json(finished())],
         "decisions": [codec.decision_to_json(decision(kind=Kind.FINISH, outcome="repaired"))],
         "node_states": [state(word="healthy")],
         "at": t(20).timestamp(),
@@ -134,7 +137,7 @@ def test_a_finished_repair_leaves_the_flight_for_the_ledger_once(archive: Archiv
     archive.save_repair_round("prod", **round_)  # type: ignore[arg-type]  # replayed
     assert list(archive.load_repairs("prod")) == ["worker-2"]
     ledger = archive.ledger("prod")
-    assert [codec.ledger_from_json(entry) for entry in ledger] == [finished()]
+    assert [codec.entry_from_json(entry) for entry in ledger] == [finished()]
     assert ledger[0]["finished"] == "2026-12-02T10:20:00Z"
     # Decisions are an audit trail: each one given is a row, a replayed round's too.
     assert len(archive.repair_decisions("prod")) == 2
@@ -145,9 +148,9 @@ def test_the_ledger_by_node_and_window(archive: Archive) -> None:
         "prod",
         in_flight={},
         finished=[
-            codec.ledger_to_json(finished("worker-1", "a", 20)),
-            codec.ledger_to_json(finished("worker-2", "b", 30)),
-            codec.ledger_to_json(finished("worker-1", "c", 60)),
+            codec.entry_to_json(finished("worker-1", "a", 20)),
+            codec.entry_to_json(finished("worker-2", "b", 30)),
+            codec.entry_to_json(finished("worker-1", "c", 60)),
         ],
         decisions=[],
         node_states=[],
@@ -248,7 +251,7 @@ def test_a_release_is_a_ledger_row_and_a_healthy_state(archive: Archive) -> None
     archive.save_repair_round(
         "prod",
         in_flight={},
-        finished=[codec.ledger_to_json(finished())],
+        finished=[codec.entry_to_json(finished())],
         decisions=[],
         node_states=[state(word="quarantined")],
         at=t(20).timestamp(),
@@ -256,7 +259,7 @@ def test_a_release_is_a_ledger_row_and_a_healthy_state(archive: Archive) -> None
     entry = archive.release("prod", "worker-1", by="alice", at=t(90).timestamp())
     ledger = archive.ledger("prod", node="worker-1")
     assert ledger[-1] == entry
-    released = codec.ledger_from_json(entry)
+    released = codec.entry_from_json(entry)
     assert (released.outcome, released.finished, released.trigger) == (
         "released",
         t(90),
@@ -276,7 +279,7 @@ def test_retention_trims_decisions_but_keeps_the_ledger(archive: Archive) -> Non
         archive.save_repair_round(
             "prod",
             in_flight={},
-            finished=[codec.ledger_to_json(finished(id_=f"r-{minutes}", minutes=minutes))],
+            finished=[codec.entry_to_json(finished(id_=f"r-{minutes}", minutes=minutes))],
             decisions=[codec.decision_to_json(decision())],
             node_states=[state()],
             at=t(minutes).timestamp(),
@@ -313,7 +316,7 @@ def test_a_damaged_repair_body_is_named_not_half_read(archive: Archive) -> None:
     archive.save_repair_round(
         "prod",
         in_flight={"worker-1": codec.repair_to_json(repair())},
-        finished=[codec.ledger_to_json(finished("worker-2", "r-2"))],
+        finished=[codec.entry_to_json(finished("worker-2", "r-2"))],
         decisions=[],
         node_states=[],
         at=t(1).timestamp(),

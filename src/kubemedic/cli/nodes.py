@@ -156,7 +156,7 @@ def read_nodes(archive: Archive, cluster: str) -> list[NodeView]:
             for node, body in archive.load_repairs(cluster).items()
         }
         ledger = [
-            codec.ledger_from_json(entry, where=f"table repair_ledger, repair {entry['id']}")
+            codec.entry_from_json(entry, where=f"table repair_ledger, repair {entry['id']}")
             for entry in archive.ledger(cluster)
         ]
     except codec.CodecError as error:

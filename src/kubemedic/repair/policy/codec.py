@@ -16,8 +16,8 @@ half-understood: a key the record does not have, a required key that is missing,
 the wrong type raises :class:`CodecError` naming the field (``repair.steps[1].started: expected
 an RFC 3339 time, found 'yesterday'``). A missing optional key takes the field's default.
 
-Node states (what ``kubemedic nodes`` prints) have no record of their own in the policy; their
-dict is built with :func:`node_state` and its states are :data:`NODE_STATES`.
+Node states (what ``kubemedic nodes`` prints, ``records.NodeState``) are only written
+(:func:`node_state_to_json`); their states are :data:`NODE_STATES`.
 
 Pure: no I/O (the policy's import contract).
 """
@@ -36,6 +36,7 @@ from kubemedic.repair.policy.records import (
     Decision,
     Kind,
     LedgerEntry,
+    NodeState,
     Repair,
     Step,
     StepRecord,
@@ -46,9 +47,9 @@ __all__ = [
     "CodecError",
     "decision_from_json",
     "decision_to_json",
-    "ledger_from_json",
-    "ledger_to_json",
-    "node_state",
+    "entry_from_json",
+    "entry_to_json",
+    "node_state_to_json",
     "repair_from_json",
     "repair_to_json",
     "step_from_json",
@@ -112,6 +113,7 @@ def repair_to_json(repair: Repair) -> Json:
         "fenced": repair.fenced,
         "cordoned": repair.cordoned,
         "machine": repair.machine,
+        "owner": repair.owner,
         "readySince": _opt_time(repair.ready_since),
         "detail": repair.detail,
         "dryRun": repair.dry_run,
@@ -119,7 +121,7 @@ def repair_to_json(repair: Repair) -> Json:
     }
 
 
-def ledger_to_json(entry: LedgerEntry) -> Json:
+def entry_to_json(entry: LedgerEntry) -> Json:
     return {
         "id": entry.id,
         "node": entry.node,
@@ -132,8 +134,10 @@ def ledger_to_json(entry: LedgerEntry) -> Json:
     }
 
 
-def decision_to_json(decision: Decision) -> Json:
-    return {
+def decision_to_json(decision: Decision, at: datetime | None = None) -> Json:
+    """``decision`` as given at ``at`` (the round's time, kept as ``at`` when given; a decision
+    read back ignores it: the record has no time of its own)."""
+    document: Json = {
         "kind": decision.kind.value,
         "node": decision.node,
         "reason": decision.reason,
@@ -145,16 +149,25 @@ def decision_to_json(decision: Decision) -> Json:
         "outcome": decision.outcome,
         "dryRun": decision.dry_run,
     }
+    if at is not None:
+        document["at"] = time_to_json(at)
+    return document
 
 
-def node_state(
-    name: str, *, state: str, step: str = "", reason: str = "", since: datetime | None = None
-) -> Json:
+def node_state_to_json(state: NodeState, *, since: datetime | None = None) -> Json:
     """A node's state as the archive keeps it: ``{"node", "state", "step", "reason", "since"}``;
-    ``state`` one of :data:`NODE_STATES`, ``step`` the ladder step (``""`` when none)."""
-    if state not in NODE_STATES:
-        raise ValueError(f"node {name}: state {state!r} is not one of {', '.join(NODE_STATES)}")
-    return {"node": name, "state": state, "step": step, "reason": reason, "since": _opt_time(since)}
+    ``state.state`` one of :data:`NODE_STATES`, ``step`` the ladder step (``""`` when none)."""
+    if state.state not in NODE_STATES:
+        raise ValueError(
+            f"node {state.name}: state {state.state!r} is not one of {', '.join(NODE_STATES)}"
+        )
+    return {
+        "node": state.name,
+        "state": state.state,
+        "step": state.step,
+        "reason": state.reason,
+        "since": _opt_time(since),
+    }
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -300,6 +313,7 @@ def repair_from_json(data: object, *, where: str = "repair") -> Repair:
         fenced=read.flag("fenced"),
         cordoned=read.flag("cordoned"),
         machine=read.text("machine", ""),
+        owner=read.text("owner", ""),
         ready_since=read.opt_time("readySince"),
         detail=read.text("detail", ""),
         dry_run=read.flag("dryRun"),
@@ -309,7 +323,7 @@ def repair_from_json(data: object, *, where: str = "repair") -> Repair:
     return repair
 
 
-def ledger_from_json(data: object, *, where: str = "ledger") -> LedgerEntry:
+def entry_from_json(data: object, *, where: str = "ledger entry") -> LedgerEntry:
     read = _Reader(data, where)
     entry = LedgerEntry(
         id=read.text("id"),
@@ -339,5 +353,6 @@ def decision_from_json(data: object, *, where: str = "decision") -> Decision:
         outcome=read.text("outcome", ""),
         dry_run=read.flag("dryRun"),
     )
+    read.opt_time("at")  # when it was given: checked, not part of the record
     read.done()
     return decision

@@ -54,6 +54,8 @@ def test_the_app_has_the_commands_of_every_group() -> None:
         ("incidents", "list"),
         ("incidents", "show"),
         ("incidents", "export"),
+        ("nodes", "release"),
+        ("config", "show-defaults"),
     }
 
 

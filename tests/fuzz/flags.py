@@ -80,6 +80,8 @@ def context(path: tuple[str, ...]) -> tuple[str, ...]:
         return ("--db", "{d}/kubemedic.db")
     if path in (("incidents", "show"), ("incidents", "export")):
         return ("abc", "--db", "{d}/kubemedic.db")
+    if path == ("nodes", "release"):  # never a real cluster: a kubeconfig that is not there
+        return ("worker-1", "--kubeconfig", "{d}/no-kubeconfig", "--db", "{d}/kubemedic.db")
     return ()
 
 

@@ -17,7 +17,7 @@ from tests.sim.conftest import start_emulator
 from tests.store.archived import incident_archive
 
 pytestmark = pytest.mark.timeout(600)
-QUERIES = (["events"], ["oom"], ["incidents", "list"])
+QUERIES = (["events"], ["oom"], ["incidents", "list"], ["nodes"])
 BOUND = 20.0
 
 

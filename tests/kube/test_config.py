@@ -312,6 +312,8 @@ def test_a_missing_or_unreadable_kubeconfig_is_a_clear_error(tmp_path: Path) -> 
     (tmp_path / "a-directory").mkdir()
     with pytest.raises(KubeAccessError, match="a-directory: cannot read"):
         resolve_in(tmp_path, kubeconfig=tmp_path / "a-directory")
+    with pytest.raises(KubeAccessError, match=r"--kubeconfig .*aaa…: File name too long"):
+        resolve_in(tmp_path, kubeconfig=tmp_path / ("a" * 300))
 
 
 def test_no_configuration_anywhere_says_what_was_looked_for(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ QUERIES = (
     ("incidents", "list"),
     ("incidents", "show", "inc-0"),
     ("incidents", "export", "inc-0"),
+    ("nodes",),
 )
 
 

@@ -64,6 +64,7 @@ def test_retention_removes_only_rows_about_times_before_the_cutoff(archive: Arch
         "node_transitions": 1,
         "metric_samples": 1,
         "findings": 0,
+        "repair_decisions": 0,
     }
     prod = {r["uid"] for r in rows(archive, schema.events) if r["cluster"] == "prod"}
     # An event without timestamps is judged by when it was recorded (now): it stays.

@@ -194,7 +194,11 @@ def _home(env: Mapping[str, str]) -> Path:
 def _files(kubeconfig: Path | None, *, env: Mapping[str, str], home: Path | None) -> list[Path]:
     if kubeconfig is not None:
         path = Path(kubeconfig).expanduser()
-        if not path.exists():
+        try:
+            found = path.exists()
+        except OSError as error:  # a name too long, a parent that cannot be searched
+            raise KubeAccessError(f"--kubeconfig {_shown(str(path))}: {error.strerror}") from None
+        if not found:
             raise KubeAccessError(f"--kubeconfig {path}: no such file")
         return [path]
     listed = env.get("KUBECONFIG", "")

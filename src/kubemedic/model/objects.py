@@ -22,6 +22,7 @@ __all__ = [
     "GcPause",
     "LoadedBody",
     "ObjectRef",
+    "format_exact_time",
     "format_micro_time",
     "format_time",
     "gc_paused",
@@ -183,6 +184,12 @@ def format_micro_time(value: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, microsecond precision, as ``metav1.MicroTime`` serialises
     (``2026-11-30T05:21:32.123456Z``: Lease renewals, events.k8s.io ``eventTime``)."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def format_exact_time(value: datetime) -> str:
+    """``format_time``, or ``format_micro_time`` when ``value`` has a fraction of a second: the
+    exact instant in the shorter spelling (how kubemedic's own records write their times)."""
+    return format_micro_time(value) if value.microsecond else format_time(value)
 
 
 class GcPause:

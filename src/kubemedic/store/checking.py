@@ -44,6 +44,7 @@ TIME_COLUMNS: Final = frozenset(
         "started_at",
         "finished_at",
         "updated_at",
+        "since",
     }
 )
 """Float columns holding seconds since the Unix epoch."""
@@ -146,6 +147,7 @@ _SQLITE_TYPES: Final[dict[tuple[type, ...], tuple[str, ...]]] = {
 }
 _VALUES: Final[dict[tuple[str, str], tuple[str, ...]]] = {
     ("findings", "severity"): ("critical", "warning", "info"),
+    ("node_states", "state"): ("healthy", "unhealthy", "repairing", "held", "quarantined"),
 }
 """Text columns that hold one of a few words; ``scan_sqlite`` checks them too."""
 

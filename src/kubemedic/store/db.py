@@ -36,7 +36,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from kubemedic.checks.findings import Finding
 from kubemedic.errors import InputError
-from kubemedic.store import episodes, schema, writer
+from kubemedic.store import episodes, repairs, schema, writer
 from kubemedic.store.checking import RowError, scan_sqlite, shown_text
 
 __all__ = [
@@ -307,6 +307,64 @@ class Archive:
         )
         with self.transaction(write=False) as connection:
             return {str(stream): str(version) for stream, version in connection.execute(query)}
+
+    # -- node repair (``repairs``: the repair package's codec dicts, epoch-second floats) ------
+
+    def load_repairs(self, cluster: str) -> dict[str, dict[str, Any]]:
+        """The repairs in flight: ``{node: repair dict}``."""
+        with self.transaction(write=False) as connection:
+            return repairs.load(connection, cluster)
+
+    def save_repair_round(
+        self,
+        cluster: str,
+        *,
+        in_flight: Mapping[str, Mapping[str, Any]],
+        finished: Sequence[Mapping[str, Any]],
+        decisions: Sequence[Mapping[str, Any]],
+        node_states: Sequence[Mapping[str, Any]],
+        at: float,
+    ) -> None:
+        """One controller round in one transaction (``repairs.save_round``)."""
+        with self.transaction() as connection:
+            repairs.save_round(
+                connection,
+                cluster,
+                in_flight=in_flight,
+                finished=finished,
+                decisions=decisions,
+                node_states=node_states,
+                at=at,
+            )
+
+    def ledger(
+        self, cluster: str, *, since: float | None = None, node: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Finished repairs, oldest first (``repairs.ledger``)."""
+        with self.transaction(write=False) as connection:
+            return repairs.ledger(connection, cluster, since=since, node=node)
+
+    def repair_decisions(
+        self, cluster: str, *, since: float | None = None, node: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Decisions given, in order (``repairs.decisions``)."""
+        with self.transaction(write=False) as connection:
+            return repairs.decisions(connection, cluster, since=since, node=node)
+
+    def node_states(self, cluster: str) -> list[dict[str, Any]]:
+        """Each node's repair state, by name (``repairs.node_states``)."""
+        with self.transaction(write=False) as connection:
+            return repairs.node_states(connection, cluster)
+
+    def not_ready_since(self, cluster: str, since: float) -> dict[str, list[float]]:
+        """When each node's Ready went bad since ``since`` (``repairs.not_ready_since``)."""
+        with self.transaction(write=False) as connection:
+            return repairs.not_ready_since(connection, cluster, since)
+
+    def release(self, cluster: str, node: str, *, by: str, at: float) -> dict[str, Any]:
+        """Record a quarantine cleared by ``by`` (``repairs.release``); the ledger dict."""
+        with self.transaction() as connection:
+            return repairs.release(connection, cluster, node, by=by, at=at)
 
     def close(self) -> None:
         self.engine.dispose()

@@ -9,7 +9,10 @@ time). Deletion goes oldest first in batches of about ``BATCH_ROWS`` rows, each 
 transaction, so a recorder writing to the same archive waits at most one batch (SQLite has one
 writer at a time) and an interrupted run has still removed whole batches of the oldest rows.
 
-Checkpoints are never trimmed: they say where each watch resumes, whatever the age.
+Node repair's decisions (the audit trail) are trimmed by when they were given. Checkpoints are
+never trimmed: they say where each watch resumes, whatever the age; nor are the repairs in
+flight, the node states and the repair ledger (small, and the ledger is what the quarantine rule
+counts).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ _TIMES: Final = (
     (schema.node_transitions, "at"),
     (schema.metric_samples, "at"),
     (schema.findings, "last_seen"),
+    (schema.repair_decisions, "at"),
 )
 
 

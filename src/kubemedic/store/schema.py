@@ -42,7 +42,11 @@ __all__ = [
     "findings",
     "metadata",
     "metric_samples",
+    "node_states",
     "node_transitions",
+    "repair_decisions",
+    "repair_ledger",
+    "repairs",
     "terminations",
 ]
 
@@ -264,3 +268,89 @@ findings = Table(
     Index(None, "cluster", "fingerprint", "last_seen"),
 )
 """Findings of the daemon's scans, one row per episode."""
+
+
+# -- node repair (kubemedic.repair keeps its state here; the rows' JSON is its codec's) -------
+
+repairs = Table(
+    "repairs",
+    metadata,
+    Column("cluster", TEXT, nullable=False),
+    Column("node", TEXT, nullable=False),
+    #: The repair's id (``Repair.id``).
+    Column("repair", TEXT, nullable=False),
+    #: The whole ``Repair`` as JSON (``kubemedic.repair.policy.codec.repair_to_json``).
+    Column("body", TEXT, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    PrimaryKeyConstraint("cluster", "node"),
+)
+"""Repairs in flight, one per node at most: another replica (or a restarted one) resumes each
+where it stood. A repair leaves this table when it finishes, for the ledger."""
+
+repair_ledger = Table(
+    "repair_ledger",
+    metadata,
+    _id(),
+    Column("cluster", TEXT, nullable=False),
+    #: The repair's id: a replayed round inserts nothing twice.
+    Column("repair", TEXT, nullable=False),
+    Column("node", TEXT, nullable=False),
+    Column("trigger", TEXT, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=False),
+    #: ``repaired``, ``replaced``, ``quarantined``, ``recovered``, ``abandoned``, ``dry-run``,
+    #: or ``released`` (a person cleared the node's quarantine: the ledger window starts over).
+    Column("outcome", TEXT, nullable=False),
+    #: 1 for a dry run's repair (decided, recorded, nothing done), else 0.
+    Column("dry_run", Integer, nullable=False, default=0),
+    #: The repair's steps as a JSON list (``codec.step_to_json`` each).
+    Column("steps", TEXT, nullable=False, default="[]"),
+    Column("recorded_at", Float, nullable=False),
+    UniqueConstraint("cluster", "repair"),
+    Index(None, "cluster", "node", "finished_at"),
+    Index(None, "cluster", "finished_at"),
+)
+"""Finished repairs, per node: the ledger the quarantine rule counts (more than
+``ledger.maxRepairs`` in ``ledger.window``). Never trimmed by retention."""
+
+repair_decisions = Table(
+    "repair_decisions",
+    metadata,
+    _id(),
+    Column("cluster", TEXT, nullable=False),
+    #: ``""`` for a decision about the whole cluster (a correlated failure's hold).
+    Column("node", TEXT, nullable=False, default=""),
+    Column("at", Float, nullable=False),
+    #: ``kubemedic.repair.policy.records.Kind`` value (start, act, wait, escalate...).
+    Column("kind", TEXT, nullable=False),
+    #: The Event reason (``KubemedicRepair...``).
+    Column("reason", TEXT, nullable=False),
+    Column("message", TEXT, nullable=False),
+    #: ``records.Action`` value for ``act``, else ``""``.
+    Column("action", TEXT, nullable=False, default=""),
+    #: The repair's id, ``""`` when none.
+    Column("repair", TEXT, nullable=False, default=""),
+    Column("dry_run", Integer, nullable=False, default=0),
+    #: The whole ``Decision`` as JSON (``codec.decision_to_json``).
+    Column("body", TEXT, nullable=False),
+    Index(None, "cluster", "at"),
+    Index(None, "cluster", "node", "at"),
+)
+"""The audit trail: one row per decision the policy gave, taken or held back, with its reason."""
+
+node_states = Table(
+    "node_states",
+    metadata,
+    Column("cluster", TEXT, nullable=False),
+    Column("node", TEXT, nullable=False),
+    #: healthy, unhealthy, repairing, held or quarantined.
+    Column("state", TEXT, nullable=False),
+    #: The ladder step (``restart``, ``reboot``, ``replace``, ``quarantine``) or ``""``.
+    Column("step", TEXT, nullable=False, default=""),
+    Column("reason", TEXT, nullable=False, default=""),
+    #: Since when the node is in this state (None when not known).
+    Column("since", Float, nullable=True),
+    Column("updated_at", Float, nullable=False),
+    PrimaryKeyConstraint("cluster", "node"),
+)
+"""Each node's repair state as of the controller's last round (what ``kubemedic nodes`` shows)."""

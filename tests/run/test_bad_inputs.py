@@ -20,6 +20,7 @@ import pytest
 
 from kubemedic.kube import config as kubeconfig
 from kubemedic.kube import kinds
+from kubemedic.kube.api import Kind
 from kubemedic.run.daemon import _served
 from kubemedic.store.records import MAX_MESSAGE
 from kubemedic.testing import bodies
@@ -180,6 +181,9 @@ def test_odd_and_huge_event_messages_are_archived_and_printed_safely(
     assert "?[31mred?[0m" in out
 
 
+WIDGETS = Kind("example.com", "v1", "widgets", "Widget", namespaced=True)
+
+
 @pytest.mark.parametrize("fault", [{"throttle_rate": 1.0, "retry_after": 1}, {"error_rate": 1.0}])
 def test_a_throttled_or_failing_probe_leaves_a_kind_to_the_reflector(
     emulator: Running, fault: dict[str, float]
@@ -190,11 +194,11 @@ def test_a_throttled_or_failing_probe_leaves_a_kind_to_the_reflector(
     async def probe() -> tuple[bool, bool]:
         api = kubeconfig.connect(kubeconfig.resolve(emulator.kubeconfig, None))
         try:
-            return await _served(api, kinds.DEPLOYMENTS), await _served(api, kinds.MACHINES)
+            return await _served(api, kinds.DEPLOYMENTS), await _served(api, WIDGETS)
         finally:
             await api.close()
 
     emulator.call(lambda: emulator.server.faults.update(fault))
     assert asyncio.run(probe()) == (True, True)
     emulator.call(lambda: emulator.server.faults.update({"throttle_rate": 0.0, "error_rate": 0.0}))
-    assert asyncio.run(probe()) == (True, False)  # no Cluster API here: a plain 404
+    assert asyncio.run(probe()) == (True, False)  # no such API here: a plain 404

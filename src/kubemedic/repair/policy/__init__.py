@@ -11,4 +11,14 @@ May import: :mod:`kubemedic.model` and :mod:`kubemedic.errors` only; no I/O (an 
 contract).
 """
 
-__all__ = ["codec", "records", "settings"]
+__all__ = [
+    "brakes",
+    "codec",
+    "deciding",
+    "folding",
+    "health",
+    "ladder",
+    "observing",
+    "records",
+    "settings",
+]

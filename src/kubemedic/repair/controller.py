@@ -142,6 +142,18 @@ class Controller:
         now = self.clock.now()
         loaded = await asyncio.to_thread(self.ledger.load_repairs, self.cluster)
         self.repairs = {node: codec.repair_from_json(body) for node, body in loaded.items()}
+        await self._read_ledger(now)
+        since = (now - self.settings.flapping.window).timestamp()
+        transitions = await asyncio.to_thread(self.ledger.not_ready_since, self.cluster, since)
+        self.not_ready_at = {
+            node: [_from_epoch(t) for t in sorted(times)] for node, times in transitions.items()
+        }
+        if self.repairs:
+            log.info("resuming %d repairs: %s", len(self.repairs), ", ".join(sorted(self.repairs)))
+
+    async def _read_ledger(self, now: datetime) -> None:
+        """The finished repairs that count now (releases included: a person may release a node
+        with ``kubemedic nodes release`` while this runs, and the count starts over)."""
         horizon = now - max(self.settings.ledger.window, self.settings.flapping.window)
         entries = await asyncio.to_thread(
             self.ledger.ledger, self.cluster, since=horizon.timestamp()
@@ -151,13 +163,6 @@ class Controller:
             entry = codec.entry_from_json(body)
             history.setdefault(entry.node, []).append(entry)
         self.history = {n: tuple(sorted(e, key=lambda x: x.finished)) for n, e in history.items()}
-        since = (now - self.settings.flapping.window).timestamp()
-        transitions = await asyncio.to_thread(self.ledger.not_ready_since, self.cluster, since)
-        self.not_ready_at = {
-            node: [_from_epoch(t) for t in sorted(times)] for node, times in transitions.items()
-        }
-        if self.repairs:
-            log.info("resuming %d repairs: %s", len(self.repairs), ", ".join(sorted(self.repairs)))
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.load()
@@ -181,6 +186,7 @@ class Controller:
     async def round(self) -> Round:
         """Observe, decide, act and record once."""
         now = self.clock.now()
+        await self._read_ledger(now)
         nodes = observing.observe(list(self.bodies()), self.settings)
         self._follow_transitions(nodes, now)
         nodes = await self._with_power(nodes)
@@ -228,8 +234,6 @@ class Controller:
             except Exception as error:
                 log.warning("could not write the Event for %s: %s", decision.reason, error)
         done.announced = new
-        for entry in plan.finished:
-            self.history[entry.node] = (*self.history.get(entry.node, ()), entry)
         self.repairs = repairs
         self.alerted = plan.alerted
         await asyncio.to_thread(

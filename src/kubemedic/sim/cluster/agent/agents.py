@@ -259,6 +259,9 @@ class NodeAgents:
             answered=agent.answered,
             actions=agent.actions,
             now=now,
+            written=contract.written_at(
+                node, contract.REQUEST_ANNOTATION, contract.CONTROLLER_MANAGER
+            ),
         )
         if request.id:
             agent.answered[request.id] = None

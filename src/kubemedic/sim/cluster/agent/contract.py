@@ -118,6 +118,19 @@ def annotation_owners(node: Mapping[str, Any], annotation: str) -> set[str]:
     return owners
 
 
+def written_at(node: Mapping[str, Any], annotation: str, manager: str) -> datetime | None:
+    """When the API server recorded ``manager``'s last write of ``annotation`` (its
+    ``managedFields`` entry's ``time``): the age of a request by the server's clock, which the
+    node's and the controller's clocks need not agree with."""
+    for entry in (node.get("metadata") or {}).get("managedFields") or ():
+        fields = (entry.get("fieldsV1") or {}).get("f:metadata") or {}
+        if entry.get("manager") == manager and f"f:{annotation}" in (
+            fields.get("f:annotations") or {}
+        ):
+            return parse_time(entry.get("time"))
+    return None
+
+
 def judge(
     request: Request,
     *,
@@ -125,10 +138,12 @@ def judge(
     answered: Collection[str],
     actions: Sequence[datetime],
     now: datetime,
+    written: datetime | None = None,
 ) -> str:
     """Why the agent refuses ``request`` ("" when it may carry it out): written by someone else
     than the controller, an id answered before, too old, or over the rate limit (``actions`` are
-    the times of the actions the agent carried out)."""
+    the times of the actions the agent carried out). Age is judged from ``written``, the API
+    server's time of the write, when known, else from the request's own ``requestedAt``."""
     if request.error:
         return request.error
     if set(owners) != {CONTROLLER_MANAGER}:
@@ -137,7 +152,7 @@ def judge(
     if request.id in answered:
         return f"repeated id {request.id}: a request is done at most once"
     assert request.requested_at is not None
-    age = now - request.requested_at
+    age = now - (written or request.requested_at)
     if age > MAX_AGE:
         return f"too old: requested {age.total_seconds():.0f}s ago (at most {MAX_AGE.seconds}s)"
     recent = [t for t in actions if now - t < RATE_WINDOW]

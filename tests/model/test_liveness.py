@@ -112,3 +112,15 @@ def test_a_time_ahead_of_now_is_heard_now_and_its_skew_kept() -> None:
     assert result.skew_seconds == 12.5
     assert result.lease_renewed == NOW + timedelta(seconds=12, microseconds=500000)
     assert judge(quiet(timedelta(minutes=7)), None, NOW).skew_seconds == 0.0
+
+
+def test_the_times_alone_give_the_same_judgement_as_the_bodies() -> None:
+    body, lease = quiet(timedelta(minutes=4)), node_lease("w-1", renewed=NOW - timedelta(seconds=7))
+    renewed = liveness.lease_renewed(body, lease)
+    assert renewed == NOW - timedelta(seconds=7)
+    from_times = liveness.judge_times(NOW - timedelta(minutes=4), renewed, NOW)
+    assert from_times == judge(body, lease, NOW)
+    assert liveness.lease_renewed(body, None) is None
+    assert liveness.lease_renewed(body, node_lease("w-1", holder="w-2")) is None
+    silent = liveness.judge_times(None, None, NOW)
+    assert silent.stale_for is None and not silent.lease_seen and not silent.alive()

@@ -55,6 +55,8 @@ __all__ = [
     "STATUS_REPORT_SECONDS",
     "Liveness",
     "judge",
+    "judge_times",
+    "lease_renewed",
 ]
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
@@ -102,21 +104,41 @@ def judge(node: Mapping[str, Any], lease: Mapping[str, Any] | None, now: datetim
     ``kube-node-lease``, or None when none was read)."""
     heartbeat = objects.parse_time(_ready(node).get("lastHeartbeatTime"))
     renewed, ignored = (None, "") if lease is None else _renewal(node, lease)
-    known = [time for time in (renewed, heartbeat) if time is not None]
+    return judge_times(heartbeat, renewed, now, lease_seen=lease is not None, lease_ignored=ignored)
+
+
+def judge_times(
+    status_heartbeat: datetime | None,
+    lease_renewed: datetime | None,
+    now: datetime,
+    *,
+    lease_seen: bool | None = None,
+    lease_ignored: str = "",
+) -> Liveness:
+    """The same judgement from the two times already read (a ``Ready`` condition's heartbeat,
+    a counted Lease's renewal, as :func:`lease_renewed` gives it). ``lease_seen`` defaults to
+    whether ``lease_renewed`` is known."""
+    seen = lease_renewed is not None if lease_seen is None else lease_seen
+    known = [time for time in (lease_renewed, status_heartbeat) if time is not None]
     if not known:
-        return Liveness(None, None, heartbeat, None, lease is not None, ignored)
+        return Liveness(None, None, status_heartbeat, None, seen, lease_ignored)
     newest = max(known)
-    ahead = (newest - now).total_seconds()
     last_heard = min(newest, now)
     return Liveness(
         last_heard=last_heard,
-        lease_renewed=renewed,
-        status_heartbeat=heartbeat,
+        lease_renewed=lease_renewed,
+        status_heartbeat=status_heartbeat,
         stale_for=(now - last_heard).total_seconds(),
-        lease_seen=lease is not None,
-        lease_ignored=ignored,
-        skew_seconds=max(0.0, ahead),
+        lease_seen=seen,
+        lease_ignored=lease_ignored,
+        skew_seconds=max(0.0, (newest - now).total_seconds()),
     )
+
+
+def lease_renewed(node: Mapping[str, Any], lease: Mapping[str, Any] | None) -> datetime | None:
+    """``lease``'s ``spec.renewTime`` when it counts for ``node`` (the node's own Lease in
+    ``kube-node-lease``, not held by another identity, with a readable time), else None."""
+    return None if lease is None else _renewal(node, lease)[0]
 
 
 def _ready(node: Mapping[str, Any]) -> Mapping[str, Any]:

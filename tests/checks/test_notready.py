@@ -10,7 +10,7 @@ from kubemedic.checks.findings import CLUSTER, Finding, Severity
 from kubemedic.checks.notready import NotReadyConfig, node_not_ready
 from kubemedic.model.view import ClusterView
 from kubemedic.testing.bodies import BASE_TIME
-from tests.factories import node, pod, stamp
+from tests.factories import node, node_lease, pod, stamp
 
 NOW = timedelta(minutes=30)
 WORKERS = {"cloud.google.com/gke-nodepool": "workers"}
@@ -80,6 +80,12 @@ def test_incident_2_unknown_for_twelve_minutes_is_critical_kubelet_stopped_posti
         "since": "2023-02-01T19:18:00Z",
         "lastHeartbeat": "2023-02-01T19:17:20Z",
         "heartbeatAgeSeconds": 760,
+        "leaseSeen": False,
+        "leaseRenewed": None,
+        "leaseAgeSeconds": None,
+        "leaseIgnored": None,
+        "silentForSeconds": 760,
+        "clockSkewSeconds": 0,
         "taints": [
             "node.kubernetes.io/unreachable:NoExecute",
             "node.kubernetes.io/unreachable:NoSchedule",
@@ -171,6 +177,87 @@ def test_ready_node_whose_heartbeat_went_stale_is_reported_as_heartbeat_stale() 
     assert finding.evidence["heartbeatAgeSeconds"] == 540
     assert finding.evidence["notReadyForSeconds"] is None
     assert finding.cause == "node-not-ready:heartbeat-stale@workers"
+    assert finding.evidence["leaseSeen"] is False
+    assert finding.evidence["leaseRenewed"] is None
+    assert "no Lease in kube-node-lease seen" in finding.message
+
+
+def quiet_node(name: str, *, heartbeat: timedelta) -> dict[str, Any]:
+    """Ready, with its status last posted ``heartbeat`` before now."""
+    return node(name, labels=WORKERS, heartbeat=NOW - heartbeat, created=-NOW)
+
+
+def test_a_fresh_lease_keeps_a_ready_node_with_an_old_status_heartbeat_healthy() -> None:
+    # The kubelet posts an unchanged status every 5 minutes; a list that took a while, or a
+    # report a little late, leaves it past 5m50s, while the Lease renewed 10s ago says it lives.
+    quiet = quiet_node("w-2", heartbeat=timedelta(minutes=6, seconds=27))
+    assert run(healthy("w-1"), quiet, node_lease("w-2", renewed=NOW - timedelta(seconds=8))) == []
+
+
+def test_stale_only_when_both_the_lease_and_the_status_heartbeat_are_old() -> None:
+    quiet = quiet_node("w-2", heartbeat=timedelta(minutes=9))
+    lease = node_lease("w-2", renewed=NOW - timedelta(seconds=75))
+    [finding] = run(healthy("w-1"), quiet, lease)
+    evidence = finding.evidence
+    assert evidence["causeClass"] == "heartbeat-stale"
+    assert evidence["leaseSeen"] is True
+    assert evidence["leaseRenewed"] == "2023-02-01T19:28:45.000000Z"
+    assert evidence["leaseAgeSeconds"] == 75
+    assert evidence["leaseIgnored"] is None
+    assert evidence["silentForSeconds"] == 75
+    assert evidence["heartbeatAgeSeconds"] == 540
+    assert "not been heard from for 1m15s" in finding.message
+    assert finding.first_seen == BASE_TIME + NOW - timedelta(seconds=75)
+
+
+def test_a_recent_status_post_counts_even_when_the_lease_is_old() -> None:
+    # The later of the two signs of life wins, as in the controller's tryUpdateNodeHealth.
+    posted = quiet_node("w-2", heartbeat=timedelta(seconds=20))
+    lease = node_lease("w-2", renewed=NOW - timedelta(minutes=4))
+    assert run(posted, lease) == []
+
+
+def test_a_lease_held_by_someone_else_does_not_count() -> None:
+    quiet = quiet_node("w-2", heartbeat=timedelta(minutes=9))
+    foreign = node_lease("w-2", renewed=NOW, holder="intruder")
+    [finding] = run(quiet, foreign)
+    assert finding.evidence["leaseSeen"] is True
+    assert finding.evidence["leaseRenewed"] is None
+    assert "held by 'intruder'" in finding.evidence["leaseIgnored"]
+    assert "its Lease does not count" in finding.message
+
+
+def test_a_lease_with_a_garbled_renew_time_falls_back_to_the_status_heartbeat() -> None:
+    garbled = node_lease("w-2")
+    garbled["spec"]["renewTime"] = "yesterday-ish"
+    quiet = quiet_node("w-2", heartbeat=timedelta(minutes=5))
+    assert run(quiet, garbled) == []  # 5 minutes is a quiet status, judged without the Lease
+    [finding] = run(quiet_node("w-2", heartbeat=timedelta(minutes=7)), garbled)
+    assert finding.evidence["leaseIgnored"] == "the Lease has no readable spec.renewTime"
+
+
+def test_a_lease_renewed_ahead_of_now_is_heard_now_with_its_skew_in_evidence() -> None:
+    skewed = node_lease("w-2", renewed=NOW + timedelta(seconds=12))
+    assert run(quiet_node("w-2", heartbeat=timedelta(minutes=8)), skewed) == []
+    down = quiet_node("w-2", heartbeat=timedelta(minutes=1))
+    down["status"]["conditions"][-1].update(status="False", reason="KubeletNotReady")
+    down["status"]["conditions"][-1]["lastTransitionTime"] = stamp(NOW - timedelta(minutes=3))
+    [finding] = run(down, skewed)
+    assert finding.evidence["clockSkewSeconds"] == 12
+    assert finding.evidence["silentForSeconds"] == 0
+    assert finding.evidence["leaseAgeSeconds"] == 0
+
+
+def test_leases_of_other_namespaces_are_not_node_leases() -> None:
+    leader = node_lease("w-2", renewed=NOW, namespace="kube-system")
+    [finding] = run(quiet_node("w-2", heartbeat=timedelta(minutes=9)), leader)
+    assert finding.evidence["leaseSeen"] is False
+
+
+def test_the_lease_threshold_is_configurable() -> None:
+    quiet = quiet_node("w-2", heartbeat=timedelta(minutes=9))
+    lease = node_lease("w-2", renewed=NOW - timedelta(seconds=75))
+    assert run(quiet, lease, config=NotReadyConfig(lease_stale_seconds=90)) == []
 
 
 def test_cordoned_node_and_not_ready_taint_are_in_evidence() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from kubemedic.kube.compact import (
     compact_pod,
     compact_workload,
 )
+from kubemedic.model.liveness import judge
 from kubemedic.model.view import ClusterView
 from kubemedic.snapshot.loading import load_snapshot
 from tests import paths
@@ -27,6 +29,7 @@ from tests.factories import (
     event,
     managed_entry,
     node,
+    node_lease,
     pod,
 )
 
@@ -128,6 +131,20 @@ def test_nodes_and_other_kinds_lose_managed_fields_and_node_images() -> None:
     warning["metadata"]["managedFields"] = [managed_entry(manager="kubelet", fields={})]
     assert "managedFields" not in compact_for("Event")(warning)["metadata"]
     assert compact_for("Event") is compact_object
+
+
+def test_a_cached_node_lease_keeps_what_liveness_reads() -> None:
+    lease = node_lease("node-1", renewed=timedelta(seconds=7, microseconds=250))
+    lease["metadata"]["managedFields"] = [managed_entry(manager="kubelet", fields={})]
+    cache = CompactCache()
+    cache.put(compact_for("Lease")(lease))
+    got = cache["kube-node-lease/node-1"]
+    assert got["metadata"]["name"] == "node-1"
+    assert got["metadata"]["namespace"] == "kube-node-lease"
+    assert got["spec"] == lease["spec"]  # holderIdentity, renewTime (microseconds)
+    assert "managedFields" not in got["metadata"]
+    view = ClusterView.build([node("node-1", heartbeat=timedelta(minutes=-6)), got])
+    assert judge(view.nodes["node-1"], view.node_lease("node-1"), view.now).stale_for == 0.0
 
 
 def test_the_cache_gives_back_exactly_the_compact_body_as_a_fresh_dict() -> None:

@@ -2,7 +2,8 @@ from datetime import timedelta
 
 from kubemedic.model.objects import ObjectRef
 from kubemedic.model.view import ClusterView
-from tests.factories import deployment, event, node, pod, priority_class, replicaset
+from kubemedic.testing.bodies import BASE_TIME
+from tests.factories import deployment, event, node, node_lease, pod, priority_class, replicaset
 
 
 def test_owner_chain_walks_pod_to_replicaset_to_deployment() -> None:
@@ -66,3 +67,18 @@ def test_events_from_both_apis_are_indexed_once_by_object() -> None:
 def test_unknown_kinds_are_counted_not_kept() -> None:
     view = ClusterView.build([{"kind": "ConfigMap"}, {"kind": "ConfigMap"}, {"kind": "Secret"}])
     assert view.unknown_kinds == {"ConfigMap": 2, "Secret": 1}
+
+
+def test_node_leases_are_indexed_by_node_and_date_the_view() -> None:
+    renewed = timedelta(minutes=7, seconds=3)
+    bodies = [
+        node("w-1", heartbeat=timedelta(minutes=2)),
+        node_lease("w-1", renewed=renewed),
+        node_lease("kube-controller-manager", renewed=timedelta(hours=1), namespace="kube-system"),
+    ]
+    view = ClusterView.build(bodies)
+    assert view.node_lease("w-1") is bodies[1]
+    assert view.node_lease("w-2") is None
+    assert list(view.node_leases) == ["w-1"]  # leader-election Leases are not node Leases
+    assert not view.unknown_kinds
+    assert view.now == BASE_TIME + renewed  # the newest time, not the leader Lease's hour

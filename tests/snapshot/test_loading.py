@@ -1,13 +1,15 @@
 import gzip
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
+from kubemedic.checks import run_checks
 from kubemedic.snapshot import loading
 from kubemedic.snapshot.loading import SnapshotError, load_snapshot
-from tests.factories import container, deployment, node, pod
+from tests.factories import container, deployment, node, node_lease, pod
 
 
 def as_list(*items: dict) -> dict:
@@ -48,6 +50,25 @@ def test_unknown_kinds_are_counted_and_ignored(tmp_path: Path) -> None:
     loaded = load_snapshot(tmp_path)
     assert loaded.unknown_kinds == {"ConfigMap": 2}
     assert len(loaded.bodies) == 1
+
+
+def test_node_leases_are_kept_and_keep_a_quiet_node_healthy(tmp_path: Path) -> None:
+    # kubectl get nodes -o json; kubectl get leases -n kube-node-lease -o json (a LeaseList
+    # through the REST API: items without a kind).
+    quiet = node("n1", heartbeat=timedelta(minutes=-7))
+    (tmp_path / "nodes.json").write_text(json.dumps(as_list(quiet)))
+    lease = node_lease("n1", renewed=timedelta(seconds=-5))
+    del lease["kind"], lease["apiVersion"]
+    leases = {"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1", "items": [lease]}
+    (tmp_path / "leases.json").write_text(json.dumps(leases))
+    loaded = load_snapshot(tmp_path)
+    assert sorted(b["kind"] for b in loaded.bodies) == ["Lease", "Node"]
+    view = loaded.view()
+    assert view.node_lease("n1") is not None
+    assert run_checks(view, names=["node-not-ready"]) == []
+    (tmp_path / "leases.json").unlink()  # without the Lease the heartbeat alone is stale
+    [finding] = run_checks(load_snapshot(tmp_path).view(), names=["node-not-ready"])
+    assert finding.evidence["leaseSeen"] is False
 
 
 def test_concatenated_json_documents_are_accepted(tmp_path: Path) -> None:

@@ -17,11 +17,19 @@ Who writes the condition, and what its words mean:
   message:Network plugin returns error: cni plugin not initialized``, ``node is shutting down``
   (graceful node shutdown), ``missing node capacity for resources: …``. Taint
   ``node.kubernetes.io/not-ready``.
-* ``Ready=True`` with a stale ``lastHeartbeatTime``: since node Leases (1.17+) the kubelet
-  rewrites the status heartbeat only every ``nodeStatusReportFrequency`` (5m) when nothing
-  changed, and the controller should have flipped the node to Unknown one grace period after
-  the Lease stopped. A heartbeat older than both (5m50s by default) means that did not happen:
-  the controller manager is down, or the snapshot mixes times. Reported as ``heartbeat-stale``.
+* ``Ready=True`` but not heard from: since node Leases (1.17+) the kubelet rewrites the status
+  heartbeat only every ``nodeStatusReportFrequency`` (5m) when nothing changed, and renews its
+  Lease every 10s; the controller flips the node to Unknown one grace period after *both*
+  stopped. Liveness is judged by :mod:`kubemedic.model.liveness` as the controller judges it:
+  the node was last heard from at the later of its Lease's ``renewTime`` and its ``Ready``
+  heartbeat. With the node's Lease in the input, silence longer than ``lease_stale_seconds``
+  (the 50s grace, the controller's 5s monitor period and 5s of slack) is stale; a status
+  heartbeat minutes old under a fresh Lease is a healthy, quiet node. Without a Lease (a
+  snapshot taken without ``kube-node-lease``, or a Lease that does not count: held by someone
+  else, no readable ``renewTime``) only the status heartbeat is there, and it is stale past
+  ``heartbeat_stale_seconds`` (5m50s: the report frequency plus the grace). Stale means the
+  controller did not do its job: the controller manager is down, or the input mixes times.
+  Reported as ``heartbeat-stale``.
 
 Cause classes (``causeClass``), the issue's four first, with the extras mapped in ``causeGroup``:
 ``kubelet-stopped-posting`` (Unknown) | ``runtime-not-ready`` | ``shutting-down`` | ``other``;
@@ -42,11 +50,16 @@ of the Ready condition (a False -> Unknown change restarts it; an absent time gi
 
 Evidence: ``status``, ``reason``, ``message``, ``causeClass``, ``causeGroup``,
 ``notReadyForSeconds`` (int or null), ``since`` (RFC 3339 or null), ``lastHeartbeat`` (RFC 3339
-or null), ``heartbeatAgeSeconds`` (int or null), ``taints`` (the not-ready/unreachable taints
-present, as ``key:effect``), ``cordoned`` (``spec.unschedulable``), ``nodePool``
-(``placement.node_pool``), ``podsOnNode`` (pods bound to the node and not finished),
-``neverReady`` (the condition has not changed since the node registered). Cause:
-``node-not-ready:<causeClass>@<nodePool>``.
+or null: the ``Ready`` condition's status heartbeat), ``heartbeatAgeSeconds`` (int or null),
+``leaseSeen`` (the node's Lease in ``kube-node-lease`` was in the input), ``leaseRenewed`` (its
+``renewTime``, RFC 3339 with microseconds, or null when there is none or it does not count),
+``leaseAgeSeconds`` (int or null), ``leaseIgnored`` (why a Lease seen does not count, or null),
+``silentForSeconds`` (since the node was last heard from by Lease or status; int or null),
+``clockSkewSeconds`` (how far the newest of those times lies ahead of now, int), ``taints``
+(the not-ready/unreachable taints present, as ``key:effect``), ``cordoned``
+(``spec.unschedulable``), ``nodePool`` (``placement.node_pool``), ``podsOnNode`` (pods bound to
+the node and not finished), ``neverReady`` (the condition has not changed since the node
+registered). Cause: ``node-not-ready:<causeClass>@<nodePool>``.
 
 Mass outage: when at least ``brake_fraction`` (30%) of nodes, and at least ``brake_min_nodes``
 of them, are reported NotReady, one more ``critical`` finding about the cluster
@@ -69,7 +82,7 @@ from typing import Any
 from kubemedic.checks import settings
 from kubemedic.checks.findings import CLUSTER, Finding, Severity, cause_part
 from kubemedic.checks.registry import check
-from kubemedic.model import objects, placement, timing
+from kubemedic.model import liveness, objects, placement, timing
 from kubemedic.model.objects import Body
 from kubemedic.model.view import ClusterView
 
@@ -111,8 +124,12 @@ class NotReadyConfig:
     report_after_seconds: int = 60
     """NotReady for less than this is not reported (a booting node waits for its CNI)."""
     heartbeat_stale_seconds: int = 350
-    """Ready=True with a heartbeat older than this is stale: ``nodeStatusReportFrequency`` (5m)
-    plus ``--node-monitor-grace-period`` (50s)."""
+    """Ready=True with a status heartbeat older than this, and no Lease to say otherwise, is
+    stale: ``nodeStatusReportFrequency`` (5m) plus ``--node-monitor-grace-period`` (50s)."""
+    lease_stale_seconds: int = 60
+    """Ready=True with the node's Lease in the input, and neither the Lease nor the status
+    heard from for this long, is stale: ``--node-monitor-grace-period`` (50s), the controller's
+    ``--node-monitor-period`` (5s) and 5s for watch delivery and listing."""
     brake_fraction: float = 0.3
     """This share of nodes NotReady at once adds the cluster-level "brake repairs" finding."""
     brake_min_nodes: int = settings.number(2, low=1)
@@ -181,9 +198,11 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
     since = objects.parse_time(condition.get("lastTransitionTime"))
     heartbeat = objects.parse_time(condition.get("lastHeartbeatTime"))
     heartbeat_age = timing.seconds_since(view.now, heartbeat)
+    name = objects.get_str(node, "metadata", "name") or "?"
+    alive = liveness.judge(node, view.node_lease(name), view.now)
 
     if status == "True":
-        if heartbeat_age is None or heartbeat_age < config.heartbeat_stale_seconds:
+        if alive.stale_for is None or alive.stale_for < _stale_after(alive, config):
             return None
         klass, down_for = "heartbeat-stale", None
         severity = Severity.WARNING
@@ -198,7 +217,6 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
         critical = down_for is not None and down_for >= config.critical_after_seconds
         severity = Severity.CRITICAL if critical else Severity.WARNING
 
-    name = objects.get_str(node, "metadata", "name") or "?"
     pool = placement.node_pool(node)
     evidence = {
         "status": status,
@@ -210,6 +228,14 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
         "since": objects.format_time(since) if since else None,
         "lastHeartbeat": objects.format_time(heartbeat) if heartbeat else None,
         "heartbeatAgeSeconds": heartbeat_age,
+        "leaseSeen": alive.lease_seen,
+        "leaseRenewed": (
+            objects.format_micro_time(alive.lease_renewed) if alive.lease_renewed else None
+        ),
+        "leaseAgeSeconds": timing.seconds_since(view.now, alive.lease_renewed),
+        "leaseIgnored": alive.lease_ignored or None,
+        "silentForSeconds": None if alive.stale_for is None else int(alive.stale_for),
+        "clockSkewSeconds": int(alive.skew_seconds),
         "taints": _not_ready_taints(node),
         "cordoned": objects.get_map(node, "spec").get("unschedulable") is True,
         "nodePool": pool,
@@ -222,11 +248,17 @@ def _judge(view: ClusterView, node: Body, config: NotReadyConfig) -> _Observed |
         object=objects.ref_of(node),
         message=_message(name, evidence, config),
         cause=f"node-not-ready:{klass}@{cause_part(pool)}",
-        first_seen=(heartbeat if klass == "heartbeat-stale" else since) or view.now,
+        first_seen=(alive.last_heard if klass == "heartbeat-stale" else since) or view.now,
         last_seen=view.now,
         evidence=evidence,
     )
     return _Observed(name=name, pool=pool, cause=klass, finding=finding)
+
+
+def _stale_after(alive: liveness.Liveness, config: NotReadyConfig) -> int:
+    """How long a Ready node may go unheard: a Lease is renewed every 10s, a quiet status only
+    every 5 minutes."""
+    return config.lease_stale_seconds if alive.lease_counted else config.heartbeat_stale_seconds
 
 
 def _never_ready(node: Body, since: datetime | None, config: NotReadyConfig) -> bool:
@@ -240,10 +272,20 @@ def _never_ready(node: Body, since: datetime | None, config: NotReadyConfig) -> 
 def _message(name: str, evidence: Mapping[str, Any], config: NotReadyConfig) -> str:
     age = evidence["heartbeatAgeSeconds"]
     if evidence["causeClass"] == "heartbeat-stale":
+        if evidence["leaseRenewed"] is not None:
+            silent = timing.human_duration(evidence["silentForSeconds"])
+            stale_after = timing.human_duration(config.lease_stale_seconds)
+            return (
+                f"Node {name} is Ready but has not been heard from for {silent}: its Lease was "
+                f"last renewed {timing.human_duration(evidence['leaseAgeSeconds'])} ago and its "
+                f"status heartbeat is {timing.human_duration(age)} old (stale after "
+                f"{stale_after}), so nobody is checking it."
+            )
         stale_after = timing.human_duration(config.heartbeat_stale_seconds)
+        lease = _lease_words(evidence)
         return (
             f"Node {name} is Ready but its last heartbeat is {timing.human_duration(age)} old "
-            f"(stale after {stale_after}), so nobody is checking it."
+            f"(stale after {stale_after}; {lease}), so nobody is checking it."
         )
     down_for = evidence["notReadyForSeconds"]
     how_long = "(since unknown)" if down_for is None else f"for {timing.human_duration(down_for)}"
@@ -259,6 +301,12 @@ def _message(name: str, evidence: Mapping[str, Any], config: NotReadyConfig) -> 
         f"Node {name} has been NotReady {how_long}{joined} (Ready={evidence['status']}, "
         f"{evidence['causeClass']}: {detail}; {repair}, {evidence['podsOnNode']} pods on it)."
     )
+
+
+def _lease_words(evidence: Mapping[str, Any]) -> str:
+    if not evidence["leaseSeen"]:
+        return f"no Lease in {liveness.NODE_LEASE_NAMESPACE} seen"
+    return f"its Lease does not count: {evidence['leaseIgnored']}"
 
 
 def _mass_outage(

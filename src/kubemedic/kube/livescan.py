@@ -7,15 +7,22 @@ continue token outlives etcd's compaction: the server then answers ``410 Expired
 provided continue parameter is too old to display a consistent list result"), and client-go's
 pager starts the list again without the token; so does ``fetch``, once per collection.
 
-The collections are listed concurrently. Items of a list carry no ``kind``/``apiVersion`` (the
-list's ``kind`` is ``PodList``), so both are set on each. Secrets are never listed.
+The collections are listed concurrently, except the signs of life: Nodes and the node Leases of
+``kube-node-lease`` (only that namespace is listed) are read after every other list, just before
+the clock. A kubelet renews its Lease every 10 s but rewrites an unchanged status only every 5
+minutes; a Node read at the start of a scan whose pod list takes a minute of cluster time would
+look a minute staler than it is when judged at the clock read at the end. Items of a list carry
+no ``kind``/``apiVersion`` (the list's ``kind`` is ``PodList``), so both are set on each. Secrets
+are never listed.
 
 Failures: ``429`` (API Priority and Fairness, honouring ``Retry-After``), ``5xx`` and lost
 connections are retried with exponential back-off and jitter, up to 5 attempts per request,
 then reported as ``KubeAccessError`` naming the server and the path. A collection the server
 does not serve (``404``) is noted and skipped, except nodes and pods, without which there is
-nothing to judge. metrics.k8s.io is an aggregated API served by metrics-server: ``404`` (not
-registered) or ``503`` (registered, its backend down) means no metrics, a note, not an error.
+nothing to judge. Leases that may not be read (``403``) are noted and skipped too: node liveness
+is then judged from status heartbeats alone, as before Leases were read. metrics.k8s.io is an
+aggregated API served by metrics-server: ``404`` (not registered) or ``503`` (registered, its
+backend down) means no metrics, a note, not an error.
 
 The time the snapshot is judged at is the server's: the emulator's virtual clock
 (``GET /kubemedic.io/v1/clock``) when served, else the ``Date`` header kube-apiserver stamps on
@@ -49,6 +56,7 @@ from kubemedic.kube.backoff import Backoff
 from kubemedic.kube.clock import CLOCK_PATH
 from kubemedic.kube.config import KubeAccessError
 from kubemedic.model import objects
+from kubemedic.model.liveness import NODE_LEASE_NAMESPACE
 from kubemedic.model.view import ClusterView
 
 __all__ = ["DEFAULT_KINDS", "LiveSnapshot", "fetch"]
@@ -56,6 +64,7 @@ __all__ = ["DEFAULT_KINDS", "LiveSnapshot", "fetch"]
 T = TypeVar("T")
 
 #: Every collection the checks read (model.view's KNOWN_KINDS, less Namespaces no check uses).
+#: Those in ``LAST`` are listed after the others whatever their place here.
 DEFAULT_KINDS: tuple[Kind, ...] = (
     kinds.NODES,
     kinds.PODS,
@@ -70,8 +79,14 @@ DEFAULT_KINDS: tuple[Kind, ...] = (
     kinds.PRIORITY_CLASSES,
     kinds.POD_METRICS,
     kinds.NODE_METRICS,
+    kinds.LEASES,
 )
+LAST: tuple[Kind, ...] = (kinds.NODES, kinds.LEASES)
+"""The signs of life, listed after the other collections, just before the clock is read."""
+NAMESPACES: dict[Kind, str] = {kinds.LEASES: NODE_LEASE_NAMESPACE}
+"""Collections listed in one namespace only: the node Leases, not every leader election."""
 METRICS_GROUP = "metrics.k8s.io"
+UNREAD = "unread"
 PAGE_SIZE = 500
 ATTEMPTS = 5
 BACKOFF_INITIAL = 0.4
@@ -109,26 +124,23 @@ async def fetch(
         raise ValueError("kubemedic never lists Secrets")
     snapshot = LiveSnapshot(server=api.server)
     retry = _Retry(api.server, attempts=attempts, sleep=sleep)
-    tasks = [
-        asyncio.create_task(
-            _list_all(api, kind, page_size=page_size, retry=retry, notes=snapshot.notes)
-        )
-        for kind in kinds
-    ]
-    try:
-        results = await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    first = tuple(kind for kind in kinds if kind not in LAST)
+    last = tuple(kind for kind in kinds if kind in LAST)
+    results: list[list[dict[str, Any]] | str] = []
+    for group in (first, last):
+        results += await _list_concurrently(api, group, page_size, retry, snapshot.notes)
     not_served: list[str] = []
-    for kind, result in zip(kinds, results, strict=True):
+    for kind, result in zip((*first, *last), results, strict=True):
         if isinstance(result, str):
             if kind.group == METRICS_GROUP:
                 note = f"{METRICS_GROUP} is not served ({result}): no usage figures"
                 if note not in snapshot.notes:
                     snapshot.notes.append(note)
+            elif result == UNREAD:  # the node Leases
+                snapshot.notes.append(
+                    f"Leases in {NODE_LEASE_NAMESPACE} could not be listed (403 or 404): node "
+                    "liveness is judged from status heartbeats only; grant list on leases there."
+                )
             else:
                 not_served.append(kind.stream)
             continue
@@ -138,6 +150,22 @@ async def fetch(
         snapshot.notes.append(f"Not served by this API server: {', '.join(not_served)}.")
     snapshot.at = await server_time(api)
     return snapshot
+
+
+async def _list_concurrently(
+    api: Api, group: tuple[Kind, ...], page_size: int, retry: _Retry, notes: list[str]
+) -> list[list[dict[str, Any]] | str]:
+    tasks = [
+        asyncio.create_task(_list_all(api, kind, page_size=page_size, retry=retry, notes=notes))
+        for kind in group
+    ]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def server_time(api: Api) -> datetime | None:
@@ -160,8 +188,10 @@ async def server_time(api: Api) -> datetime | None:
 async def _list_all(
     api: Api, kind: Kind, *, page_size: int, retry: _Retry, notes: list[str]
 ) -> list[dict[str, Any]] | str:
-    """Every item of ``kind``, or a short reason when the server does not serve it."""
-    path = kind.path()
+    """Every item of ``kind``, or a short reason when the server does not serve it (or, for
+    Leases, ``UNREAD`` when they may not be listed)."""
+    namespace = NAMESPACES.get(kind)
+    path = kind.path(namespace)
     restarted = False
     while True:
         items: list[dict[str, Any]] = []
@@ -169,10 +199,18 @@ async def _list_all(
         try:
             while True:
                 page = await retry(
-                    functools.partial(api.list_page, kind, limit=page_size, continue_token=token),
+                    functools.partial(
+                        api.list_page,
+                        kind,
+                        limit=page_size,
+                        continue_token=token,
+                        namespace=namespace,
+                    ),
                     path=path,
                     tolerate=_tolerated(kind),
                 )
+                if page is None and kind == kinds.LEASES:
+                    return UNREAD  # forbidden or not served: judged without Leases
                 if page is None:
                     return "not found" if kind.group != METRICS_GROUP else "no metrics-server"
                 for item in page.get("items") or ():
@@ -200,6 +238,8 @@ def _tolerated(kind: Kind) -> tuple[type[ApiError], ...]:
         return (NotFound, ServiceUnavailable)
     if not kind.group and kind.plural in ("nodes", "pods"):
         return ()  # without them there is nothing to judge
+    if kind == kinds.LEASES:
+        return (NotFound, Forbidden)  # liveness falls back to status heartbeats
     return (NotFound,)
 
 

@@ -1,7 +1,8 @@
 """Pure model of Kubernetes objects: what every other layer reads objects through.
 
 Quantities and resources, field paths and managedFields, owners and placement (node affinity,
-taints), scheduling messages, events and evictions as the kubelet words them, durations and
+taints), scheduling messages, events and evictions as the kubelet words them, node liveness
+(the Lease and the status heartbeat, as the node lifecycle controller reads them), durations and
 times (one parser, one kubectl-style age), names and label selectors (the one parser), and the
 ``ClusterView`` the checks read. No I/O: nothing here reads a file, a socket or a clock.
 
@@ -14,6 +15,7 @@ __all__ = [
     "events",
     "eviction",
     "fieldpaths",
+    "liveness",
     "managedfields",
     "names",
     "objects",

@@ -4,10 +4,15 @@ Built from object bodies (a snapshot's files, or a reflector's cache) and handed
 which are pure functions of it. It answers the questions checks ask again and again: the pods on a
 node, the pods an owner controls, the events about an object, who ultimately owns a pod
 (Pod -> ReplicaSet -> Deployment, Pod -> StatefulSet / DaemonSet / Job -> CronJob), a pod's
-priority, and what time it is *for this cluster*.
+priority, a node's Lease, and what time it is *for this cluster*.
+
+Leases (``coordination.k8s.io/v1``) are kept only from ``kube-node-lease``, by name: the kubelet
+names its node's Lease after the node (``node_lease``, read through ``model.liveness``). Leases
+of other namespaces (leader elections) are dropped, not counted as unknown kinds.
 
 "Now" is the ``at`` the caller gives or else the newest timestamp seen in the objects
-(heartbeats, events, status and creation times), so an old dump is judged as it was when taken.
+(heartbeats, node Lease renewals, events, status and creation times), so an old dump is judged as
+it was when taken.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from kubemedic.model import objects
 from kubemedic.model.events import EventRecord, read_event
+from kubemedic.model.liveness import NODE_LEASE_NAMESPACE
 from kubemedic.model.objects import Body, ObjectRef
 
 __all__ = ["KNOWN_KINDS", "ClusterView", "OwnerRef"]
@@ -42,6 +48,7 @@ KNOWN_KINDS = frozenset(
         "PodMetrics",
         "NodeMetrics",
         "Namespace",
+        "Lease",
         *WORKLOAD_KINDS,
     }
 )
@@ -97,6 +104,8 @@ class ClusterView:
     priority_classes: dict[str, Body] = field(default_factory=dict)
     pod_metrics: dict[tuple[str, str], Body] = field(default_factory=dict)
     node_metrics: dict[str, Body] = field(default_factory=dict)
+    node_leases: dict[str, Body] = field(default_factory=dict)
+    """Leases of ``kube-node-lease`` by name (the node's name)."""
     unknown_kinds: Counter[str] = field(default_factory=Counter)
     pods_by_node: dict[str, list[Body]] = field(default_factory=lambda: defaultdict(list))
     pods_by_owner: dict[tuple[str, str | None, str], list[Body]] = field(
@@ -167,6 +176,9 @@ class ClusterView:
             self.pod_metrics[(_namespace(body) or "", name)] = body
         elif kind == "NodeMetrics":
             self.node_metrics[name] = body
+        elif kind == "Lease":
+            if meta.get("namespace") == NODE_LEASE_NAMESPACE and name:
+                self.node_leases[name] = body
         elif kind in WORKLOAD_KINDS:
             self.workloads[(kind, _namespace(body), name)] = body
             workload_uid = objects.get_str(meta, "uid")
@@ -174,6 +186,10 @@ class ClusterView:
                 self._workloads_by_uid[workload_uid] = body
 
     # -- queries ----------------------------------------------------------------------------
+
+    def node_lease(self, node_name: str) -> Body | None:
+        """The node's Lease in ``kube-node-lease``, or None when the input held none."""
+        return self.node_leases.get(node_name)
 
     def pods_on(self, node_name: str) -> list[Body]:
         return self.pods_by_node.get(node_name, [])
@@ -245,6 +261,12 @@ def _newest_time(body: Body) -> datetime:
                             texts.append(state.get("finishedAt"))
         texts.append(status.get("startTime"))
     texts.append(body.get("timestamp"))  # metrics.k8s.io
+    if body.get("kind") == "Lease":  # a node Lease's renewal; others are dropped in _add
+        if objects.get_map(body, "metadata").get("namespace") != NODE_LEASE_NAMESPACE:
+            return _EPOCH
+        spec = body.get("spec")
+        if isinstance(spec, (dict, Mapping)):
+            texts.append(spec.get("renewTime"))
     best = _EPOCH
     parse = objects.parse_time
     for text in texts:

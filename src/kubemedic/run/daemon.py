@@ -67,6 +67,7 @@ CACHED = (
     kinds.STATEFULSETS,
     kinds.JOBS,
     kinds.PRIORITY_CLASSES,
+    kinds.LEASES,  # node liveness (model.liveness); the view keeps those of kube-node-lease
 )
 """Streams kept only in memory, for the scans."""
 

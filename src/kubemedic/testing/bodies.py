@@ -14,7 +14,7 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubemedic.model.objects import format_time
+from kubemedic.model.objects import format_micro_time, format_time
 
 __all__ = [
     "container",
@@ -22,6 +22,7 @@ __all__ = [
     "event",
     "managed_entry",
     "node",
+    "node_lease",
     "node_metrics",
     "pod",
     "pod_metrics",
@@ -217,6 +218,38 @@ def node(
                 "architecture": "amd64",
                 "operatingSystem": "linux",
             },
+        },
+    }
+
+
+def node_lease(
+    name: str,
+    *,
+    renewed: datetime | timedelta | None = None,
+    holder: str | None = None,
+    namespace: str = "kube-node-lease",
+) -> Obj:
+    """The kubelet's Lease of node ``name`` (``renewTime`` in microseconds, 40s, held and owned
+    by the node); ``holder`` overrides ``holderIdentity``."""
+    if renewed is None:
+        renewed = BASE_TIME
+    elif isinstance(renewed, timedelta):
+        renewed = BASE_TIME + renewed
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid_for("Lease", namespace, name),
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid_for("Node", "", name)}
+            ],
+        },
+        "spec": {
+            "holderIdentity": name if holder is None else holder,
+            "leaseDurationSeconds": 40,
+            "renewTime": format_micro_time(renewed),
         },
     }
 

@@ -147,7 +147,7 @@ _SQLITE_TYPES: Final[dict[tuple[type, ...], tuple[str, ...]]] = {
 }
 _VALUES: Final[dict[tuple[str, str], tuple[str, ...]]] = {
     ("findings", "severity"): ("critical", "warning", "info"),
-    ("node_states", "state"): ("healthy", "unhealthy", "repairing", "held", "quarantined"),
+    ("node_states", "state"): ("healthy", "unhealthy", "repairing", "held", "quarantined", "gone"),
 }
 """Text columns that hold one of a few words; ``scan_sqlite`` checks them too."""
 

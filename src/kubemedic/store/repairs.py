@@ -45,7 +45,7 @@ __all__ = [
     "save_round",
 ]
 
-NODE_STATES: Final = ("healthy", "unhealthy", "repairing", "held", "quarantined")
+NODE_STATES: Final = ("healthy", "unhealthy", "repairing", "held", "quarantined", "gone")
 RELEASED: Final = "released"
 """The ledger outcome of a person clearing a node's quarantine (``kubemedic nodes release``):
 the quarantine rule counts only the repairs finished after a node's latest such row."""

@@ -343,7 +343,7 @@ node_states = Table(
     metadata,
     Column("cluster", TEXT, nullable=False),
     Column("node", TEXT, nullable=False),
-    #: healthy, unhealthy, repairing, held or quarantined.
+    #: healthy, unhealthy, repairing, held, quarantined, or gone (deleted or replaced).
     Column("state", TEXT, nullable=False),
     #: The ladder step (``restart``, ``reboot``, ``replace``, ``quarantine``) or ``""``.
     Column("step", TEXT, nullable=False, default=""),

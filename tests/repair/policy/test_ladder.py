@@ -275,3 +275,18 @@ def test_the_deletion_of_a_node_under_repair_abandons_it() -> None:
     repairs = execute(round_([sick], SETTINGS, now=T0), T0)
     plan = round_([], SETTINGS, now=T0 + timedelta(seconds=30), repairs=repairs)
     assert plan.finished[0].outcome == "abandoned"
+
+
+def test_a_dry_run_decides_once_per_unhealthy_spell_and_frees_the_slot() -> None:
+    sick = node("w3", ready="False", since=DOWN)
+    other = node("w4", ready="False", since=DOWN + MINUTE)
+    dry = RepairSettings()
+    plan = round_([sick, other], dry, now=T0 + MINUTE)
+    assert list(plan.repairs) == ["w3"]  # w4 waits for the slot
+    over = round_([sick, other], dry, now=T0 + 17 * MINUTE, repairs=execute(plan, T0 + MINUTE))
+    (entry,) = over.finished
+    after = round_(
+        [sick, other], dry, now=T0 + 18 * MINUTE, repairs=over.repairs, ledger={"w3": over.finished}
+    )
+    assert list(after.repairs) == ["w4"]
+    assert {s.name: s.reason for s in after.states}["w3"].startswith("dry run: decided at")

@@ -58,9 +58,10 @@ __all__ = [
     "time_to_json",
 ]
 
-NODE_STATES: Final = ("healthy", "unhealthy", "repairing", "held", "quarantined")
+NODE_STATES: Final = ("healthy", "unhealthy", "repairing", "held", "quarantined", "gone")
 """What a node is, as ``kubemedic nodes`` says it: nothing wrong; a condition is held (not yet
-repaired); a repair is in flight; a brake holds its repair back; quarantined until released."""
+repaired); a repair is in flight; a brake holds its repair back; quarantined until released;
+no longer in the cluster (deleted, or its Machine replaced)."""
 
 Json = dict[str, Any]
 E = TypeVar("E", bound=StrEnum)

@@ -119,6 +119,9 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
             finished.append(move.finished)
             if move.finished.outcome == "quarantined":
                 states[name] = NodeState(name, "quarantined", "", move.finished.trigger)
+            elif name not in nodes:
+                last = move.finished.steps[-1].detail if move.finished.steps else ""
+                states[name] = NodeState(name, "gone", "", f"{move.finished.outcome}: {last}")
         if move.wake_at is not None:
             wakes.append(move.wake_at)
 
@@ -181,6 +184,14 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
             text = f"unhealthy at {verdict.due:%H:%M:%SZ} if it stays so" if pending else ""
             states[name] = NodeState(name, "unhealthy" if pending else "healthy", "", text)
             continue
+        decided = _dry_run_decided(entries, verdict.since)
+        if settings.dry_run and decided is not None:
+            # A dry run decides once per unhealthy spell: nothing was done, so deciding again
+            # would only hold the pool's slot from the nodes behind it.
+            states[name] = NodeState(
+                name, "unhealthy", "", f"dry run: decided at {decided:%H:%M:%SZ}; nothing done"
+            )
+            continue
         why = hold_reason(name) or _brake(node, settings, pool_sizes, pool_unhealthy, in_flight)
         if why:
             decisions.append(
@@ -221,6 +232,14 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
         alerted=frozenset(alerted),
         states=tuple(states[n] for n in sorted(states)),
     )
+
+
+def _dry_run_decided(entries: tuple[LedgerEntry, ...], since: datetime | None) -> datetime | None:
+    """When a dry-run repair of this unhealthy spell (since ``since``) ended, if one did."""
+    for entry in reversed(entries):
+        if entry.dry_run and since is not None and entry.started >= since:
+            return entry.finished
+    return None
 
 
 def _skip_reason(node: NodeObservation, settings: RepairSettings) -> str:

@@ -23,6 +23,12 @@ _ESCALATE_ON_FAILURE = frozenset(
 )
 
 
+#: Actions whose step is verified later: their ledger step ends with the verification.
+_VERIFIED = frozenset(
+    {Action.RESTART_KUBELET, Action.RESTART_RUNTIME, Action.REBOOT, Action.POWER_ON, Action.REPLACE}
+)
+
+
 def fold(repair: Repair, decision: Decision, outcome: Outcome, now: datetime) -> Repair:
     """``repair`` after the executor did (or failed to do) ``decision``."""
     action = outcome.action
@@ -46,7 +52,14 @@ def fold(repair: Repair, decision: Decision, outcome: Outcome, now: datetime) ->
             # The next round escalates: the step cannot be verified when it was not done.
             return replace(failed, phase="failed", detail=outcome.detail)
         return replace(failed, detail=outcome.detail)  # tried again next round
-    done = close_step(repair, now, "done", outcome.detail)
+    if action in _VERIFIED:
+        # The step stays open until its verification ends it (cured, or escalated).
+        done = replace(
+            repair,
+            steps=(*repair.steps[:-1], replace(repair.steps[-1], detail=outcome.detail[:500])),
+        )
+    else:
+        done = close_step(repair, now, "done", outcome.detail)
     if action in (Action.RESTART_KUBELET, Action.RESTART_RUNTIME):
         return replace(phase_at(done, "verify", now), request=decision.args.get("id", ""))
     if action is Action.CORDON:

@@ -26,15 +26,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from kubemedic.model import timing
+from kubemedic.model import liveness, timing
 from kubemedic.repair.policy.records import Condition, NodeObservation
 from kubemedic.repair.policy.settings import ConditionRule, RepairSettings
 
 __all__ = ["Verdict", "agent_reachable", "judge", "not_ready_since", "ready"]
 
 AGENT_READY = "KubemedicAgentReady"
-GRACE = timedelta(seconds=50)
-"""``--node-monitor-grace-period`` (50 s since Kubernetes 1.32; 40 s before)."""
+GRACE = timedelta(seconds=liveness.NODE_MONITOR_GRACE_SECONDS)
+"""``--node-monitor-grace-period`` (:mod:`kubemedic.model.liveness`)."""
 
 _RUNTIME_DOWN = ("container runtime is down", "container runtime status check", "PLEG is not")
 #: How close to its creation a node's first Ready=False may be and still be "never Ready".
@@ -116,12 +116,10 @@ def ready(node: NodeObservation, now: datetime) -> Condition | None:
     ready = node.condition("Ready")
     if ready is None or ready.status != "True":
         return ready
-    heard = [t for t in (ready.heartbeat, node.lease_renewed) if t is not None]
-    if not heard:
+    heard = liveness.judge_times(ready.heartbeat, node.lease_renewed, now)
+    if heard.last_heard is None or heard.alive():
         return ready
-    last = max(heard)
-    if now - last <= GRACE:
-        return ready
+    last = heard.last_heard
     return Condition(
         type="Ready",
         status="Unknown",

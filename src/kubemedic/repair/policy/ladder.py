@@ -353,7 +353,8 @@ def _verify_ready(
         since = max(ready.since or ctx.now, repair.phase_started) if ready else ctx.now
         if ctx.now - since >= stable:
             if repair.step is Step.REBOOT:
-                return advance(_phase(repair, "restore", ctx), ctx)
+                proven = _close_step(repair, ctx.now, "done", _cured(repair, ctx))
+                return advance(_phase(proven, "restore", ctx), ctx)
             return _finish(repair, ctx, "repaired", _cured(repair, ctx))
         waiting = replace(repair, ready_since=since)
         return Move(
@@ -403,7 +404,7 @@ def _recovered(repair: Repair, ctx: Context) -> Move:
 def _finish(repair: Repair, ctx: Context, outcome: str, why: str, *, alert: bool = False) -> Move:
     if repair.detail == "recovered" and outcome == "repaired":
         outcome, why = "recovered", "the node became healthy before it was rebooted"
-    closed = _close_step(repair, ctx.now, "done" if outcome != "abandoned" else "failed", why)
+    closed = _close_step(repair, ctx.now, outcome if outcome != "abandoned" else "failed", why)
     entry = LedgerEntry(
         id=repair.id,
         node=repair.node,

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
-from kubemedic.model import objects, placement
+from kubemedic.model import liveness, objects, placement
 from kubemedic.repair.policy.records import Condition, MachineRef, NodeObservation
 from kubemedic.repair.policy.settings import RepairSettings
 
@@ -30,7 +29,6 @@ __all__ = ["MIN_SIZE", "ZONE_LABELS", "observe"]
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 MIN_SIZE = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
-NODE_LEASES = "kube-node-lease"
 
 Body = Mapping[str, Any]
 
@@ -45,7 +43,7 @@ def observe(bodies: Iterable[Body], settings: RepairSettings) -> tuple[NodeObser
         kind = body.get("kind")
         if kind == "Node":
             nodes.append(body)
-        elif kind == "Lease" and _namespace(body) == NODE_LEASES:
+        elif kind == "Lease" and _namespace(body) == liveness.NODE_LEASE_NAMESPACE:
             leases[_name(body)] = body
         elif kind == "Machine":
             machines.append(body)
@@ -98,7 +96,7 @@ def _observation(
         provider_id=objects.get_str(node, "spec", "providerID") or "",
         boot_id=objects.get_str(node, "status", "nodeInfo", "bootID") or "",
         conditions=_conditions(node),
-        lease_renewed=_renewed(lease, _name(node)),
+        lease_renewed=liveness.lease_renewed(node, lease),
         zone=next((labels[key] for key in ZONE_LABELS if labels.get(key)), ""),
         pool=pool.name if pool is not None else placement.node_pool(node),
         machine=machine,
@@ -119,16 +117,6 @@ def _conditions(node: Body) -> dict[str, Condition]:
             message=str(item.get("message") or ""),
         )
     return found
-
-
-def _renewed(lease: Body | None, node: str) -> datetime | None:
-    """The Lease's renewTime, when the Lease is the node's own (held by the node)."""
-    if lease is None:
-        return None
-    holder = objects.get_str(lease, "spec", "holderIdentity")
-    if holder is not None and holder != node:
-        return None
-    return objects.parse_time(objects.get_map(lease, "spec").get("renewTime"))
 
 
 def _machines_by_node(machines: list[Body], nodes: list[Body]) -> dict[str, Body]:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from kubemedic.repair.policy.records import Action, Kind, LedgerEntry, Step
-from kubemedic.repair.policy.settings import Budget
+from kubemedic.repair.policy.settings import Budget, RepairSettings
 
 from .builders import MINUTE, T0, acting, acts, execute, healthy_pool, node, of_kind, round_
 
@@ -182,3 +182,56 @@ def test_the_round_wakes_exactly_when_the_next_threshold_passes() -> None:
     plan = round_([soon, *healthy_pool(4, prefix="h")], SETTINGS, now=T0)
     assert plan.wake_at == T0 + 3 * MINUTE
     assert {s.name: s.state for s in plan.states}["w1"] == "unhealthy"
+
+
+def test_a_zone_group_inside_a_cluster_wide_one_is_one_alert() -> None:
+    nodes = _zone_c(4, now=T0 + 3 * MINUTE)
+    nodes.append(
+        node(
+            "a1",
+            ready="Unknown",
+            since=DOWN + 30 * timedelta(seconds=1),
+            zone="zone-a",
+            agent=False,
+        )
+    )
+    plan = round_(nodes, SETTINGS, now=T0 + 2 * MINUTE)
+    (alert,) = acts(plan, Action.ALERT)
+    assert alert.message.startswith("correlated failure: 5 nodes")
+
+
+def test_a_quarantined_node_is_no_evidence_of_a_correlated_failure() -> None:
+    nodes = _zone_c(2, now=T0 + 3 * MINUTE)
+    nodes[2] = node(
+        "c2",
+        ready="Unknown",
+        since=DOWN,
+        pool="batch",
+        zone="zone-c",
+        labels={"kubemedic.io/quarantined": "true"},
+    )
+    assert not acts(round_(nodes, SETTINGS, now=T0 + 2 * MINUTE), Action.ALERT)
+
+
+def test_a_dry_run_decides_a_flapping_nodes_quarantine_once() -> None:
+    flaps = tuple(T0 - timedelta(minutes=m) for m in (50, 30, 10))
+    dry = RepairSettings()
+    plan = round_([node("w5")], dry, now=T0, not_ready_at={"w5": flaps})
+    repairs = execute(plan, T0)
+    done = round_(
+        [node("w5", now=T0 + MINUTE)],
+        dry,
+        now=T0 + MINUTE,
+        repairs=repairs,
+        not_ready_at={"w5": flaps},
+    )
+    assert done.finished and done.finished[0].dry_run
+    later = round_(
+        [node("w5", now=T0 + 2 * MINUTE)],
+        dry,
+        now=T0 + 2 * MINUTE,
+        not_ready_at={"w5": flaps},
+        ledger={"w5": done.finished},
+    )
+    assert not later.repairs and not later.decisions
+    assert later.states[0].reason.startswith("dry run: would be quarantined")

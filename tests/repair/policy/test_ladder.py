@@ -285,6 +285,7 @@ def test_a_dry_run_decides_once_per_unhealthy_spell_and_frees_the_slot() -> None
     assert list(plan.repairs) == ["w3"]  # w4 waits for the slot
     over = round_([sick, other], dry, now=T0 + 17 * MINUTE, repairs=execute(plan, T0 + MINUTE))
     (entry,) = over.finished
+    assert entry.outcome == "dry-run"
     after = round_(
         [sick, other], dry, now=T0 + 18 * MINUTE, repairs=over.repairs, ledger={"w3": over.finished}
     )

@@ -69,7 +69,8 @@ def correlated(
     not_ready: Mapping[str, datetime],
     settings: CorrelationSettings,
 ) -> list[Group]:
-    """The correlated groups among the nodes NotReady now (``not_ready``: since when)."""
+    """The correlated groups among the nodes NotReady now (``not_ready``: since when); a zone's
+    group inside the cluster-wide one is not a group of its own."""
     groups: list[Group] = []
     everyone = _burst(not_ready, settings, need=settings.nodes)
     if everyone is not None:
@@ -84,6 +85,8 @@ def correlated(
         found = _burst({n: not_ready[n] for n in members if n in not_ready}, settings, need=need)
         if found is not None:
             names, first, last = found
+            if everyone is not None and names <= everyone[0]:
+                continue  # the cluster-wide group holds (and names) them already
             key = f"correlated:{zone}:{first:%Y%m%dT%H%M%S}"
             groups.append(Group(key, zone, names, first, last, len(members)))
     return groups

@@ -61,8 +61,13 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
     now = state.now
     nodes = {n.name: n for n in state.nodes}
     verdicts = {n.name: health.judge(n, settings, now) for n in state.nodes}
+    # A quarantined node is known to be bad on its own: its transitions are no evidence of a
+    # fault many nodes share.
     not_ready = {
-        n.name: since for n in state.nodes if (since := health.not_ready_since(n, now)) is not None
+        n.name: since
+        for n in state.nodes
+        if (since := health.not_ready_since(n, now)) is not None
+        and n.labels.get(ladder.QUARANTINED) != "true"
     }
     groups = brakes.correlated(state.nodes, not_ready, settings.correlation)
     held_by: dict[str, brakes.Group] = {}
@@ -167,6 +172,14 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
                     f"again ({verdict.trigger}): the ledger's limit is "
                     f"{settings.ledger.max_repairs}"
                 )
+        if quarantine_why and settings.dry_run and _dry_quarantined(entries):
+            states[name] = NodeState(
+                name,
+                "unhealthy" if verdict.unhealthy else "healthy",
+                "",
+                f"dry run: would be quarantined ({quarantine_why})",
+            )
+            continue
         if quarantine_why:
             repair = _new(
                 node, quarantine_why, cause="node", step=Step.QUARANTINE, now=now, settings=settings
@@ -240,6 +253,17 @@ def _dry_run_decided(entries: tuple[LedgerEntry, ...], since: datetime | None) -
         if entry.dry_run and since is not None and entry.started >= since:
             return entry.finished
     return None
+
+
+def _dry_quarantined(entries: tuple[LedgerEntry, ...]) -> bool:
+    """A dry run decided to quarantine this node already (since its last release): once is
+    enough, as a real quarantine would have stopped every later decision."""
+    for entry in reversed(entries):
+        if entry.outcome == "released":
+            return False
+        if entry.dry_run and any(step.action == "quarantine" for step in entry.steps):
+            return True
+    return False
 
 
 def _skip_reason(node: NodeObservation, settings: RepairSettings) -> str:

@@ -134,6 +134,7 @@ class Controller:
         self.history: dict[str, tuple[LedgerEntry, ...]] = {}
         self.not_ready_at: dict[str, list[datetime]] = {}
         self.alerted: frozenset[str] = frozenset()
+        self.correlated: Mapping[str, str] = {}
         self.announced: set[str] = set()
         self.rounds = 0
 
@@ -197,6 +198,7 @@ class Controller:
             ledger=dict(self.history),
             not_ready_at={n: tuple(t) for n, t in self.not_ready_at.items()},
             alerted=self.alerted,
+            correlated=self.correlated,
             abilities=self.provider.actions,
             power_known=bool(getattr(self.provider, "tells_power", False)),
         )
@@ -236,6 +238,7 @@ class Controller:
         done.announced = new
         self.repairs = repairs
         self.alerted = plan.alerted
+        self.correlated = plan.correlated
         await asyncio.to_thread(
             self.ledger.save_repair_round,
             self.cluster,

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+from kubemedic.repair.policy import deciding
 from kubemedic.repair.policy.records import Action, Kind, LedgerEntry, Step
 from kubemedic.repair.policy.settings import Budget, RepairSettings
 
-from .builders import MINUTE, T0, acting, acts, execute, healthy_pool, node, of_kind, round_
+from .builders import MINUTE, T0, acting, acts, execute, healthy_pool, node, of_kind, round_, state
 
 SETTINGS = acting()
 DOWN = T0 - 10 * MINUTE
@@ -235,3 +236,19 @@ def test_a_dry_run_decides_a_flapping_nodes_quarantine_once() -> None:
     )
     assert not later.repairs and not later.decisions
     assert later.states[0].reason.startswith("dry run: would be quarantined")
+
+
+def test_a_node_of_a_correlated_failure_stays_held_until_it_is_ready_again() -> None:
+    nodes = _zone_c(4, now=T0 + 3 * MINUTE)
+    plan = round_(nodes, SETTINGS, now=T0 + 2 * MINUTE)
+    # Three of the four come back: the last one alone is below the threshold, yet held.
+    later = T0 + 20 * MINUTE
+    healed = healthy_pool(10, prefix="c", pool="batch", zone="zone-c", now=later)
+    healed[0] = node("c0", ready="Unknown", since=DOWN, pool="batch", zone="zone-c", agent=False)
+    after = deciding.decide(
+        replace(state(healed, now=later), correlated=plan.correlated, alerted=plan.alerted),
+        SETTINGS,
+    )
+    assert not after.repairs
+    assert "held until it is Ready again" in of_kind(after, Kind.HOLD)[0].message
+    assert set(after.correlated) == {"c0"}

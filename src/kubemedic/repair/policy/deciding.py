@@ -75,6 +75,12 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
         members = set(nodes) if not group.zone else group.nodes
         for name in members:
             held_by.setdefault(name, group)
+    # Membership sticks until the node is Ready again: a partition healing node by node leaves
+    # the last nodes of the group below the threshold, and they are no more a node fault then.
+    sticky = {name: why for name, why in state.correlated.items() if name in not_ready}
+    for group in groups:
+        for name in group.nodes:
+            sticky[name] = group.describe()
 
     decisions: list[Decision] = []
     alerted = set(state.alerted)
@@ -104,7 +110,11 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
         if settings.paused:
             return "repairs are paused"
         group = held_by.get(name)
-        return f"correlated failure: {group.describe()}" if group is not None else ""
+        if group is not None:
+            return f"correlated failure: {group.describe()}"
+        if name in sticky:
+            return f"part of a correlated failure ({sticky[name]}); held until it is Ready again"
+        return ""
 
     # Repairs in flight first: they hold the pools' slots.
     ctx_base = ladder.Context(
@@ -244,6 +254,7 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
         wake_at=min(future) if future else None,
         alerted=frozenset(alerted),
         states=tuple(states[n] for n in sorted(states)),
+        correlated=sticky,
     )
 
 

@@ -203,6 +203,9 @@ class ClusterState:
     not_ready_at: Mapping[str, tuple[datetime, ...]] = field(default_factory=dict)
     #: Keys of the alerts already sent (a correlated failure is announced once).
     alerted: frozenset[str] = frozenset()
+    #: Nodes once part of a correlated failure, with its description: held until Ready again,
+    #: even when the rest of the group has recovered and it is no longer that large.
+    correlated: Mapping[str, str] = field(default_factory=dict)
     #: What the provider can do (``Provider.actions``) and whether it can tell power states.
     abilities: frozenset[Action] = frozenset({Action.REBOOT, Action.POWER_ON})
     power_known: bool = False
@@ -260,3 +263,4 @@ class Plan:
     wake_at: datetime | None = None
     alerted: frozenset[str] = frozenset()
     states: tuple[NodeState, ...] = ()
+    correlated: Mapping[str, str] = field(default_factory=dict)

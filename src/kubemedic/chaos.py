@@ -100,6 +100,8 @@ class ChaosReport:
     outcomes: Counter[str] = field(default_factory=Counter)
     repaired: dict[str, float] = field(default_factory=dict)  # node -> seconds fault-to-cured
     reboots: int = 0
+    #: Nodes with a fault, still held by a brake at the end (and why).
+    held: dict[str, str] = field(default_factory=dict)
     wall_seconds: float = 0.0
 
 
@@ -320,6 +322,8 @@ class _Checker:
         self.started: dict[str, float] = {}
         self.queued: dict[str, float] = {}
         self.quarantined: set[str] = set()
+        #: Nodes a brake held in the latest round (a repair not started for a good reason).
+        self.held: dict[str, str] = {}
 
     def _violation(self, text: str) -> None:
         if len(self.report.violations) < 50:
@@ -338,6 +342,9 @@ class _Checker:
         sizes = Counter(n.pool for n in nodes)
         unhealthy = Counter(n.pool for n in nodes if health.judge(n, settings, done.at).unhealthy)
         by_name = {n.name: n for n in nodes}
+        self.held = {
+            d.node: d.message for d in done.plan.decisions if d.kind is Kind.HOLD and d.node
+        }
         for decision in done.plan.decisions:
             node = by_name.get(decision.node or "")
             if decision.kind is Kind.START and node is not None:
@@ -415,6 +422,9 @@ class _Checker:
                 continue
             if name in controller.repairs:
                 continue  # still on the ladder at the end: judged by its bound below
+            if name in self.held:
+                self.report.held[name] = self.held[name]
+                continue  # a brake holds it, which is the policy's answer
             self._violation(f"{name} ({fault.kind} at {fault.at:.0f}s) is not repaired")
         for name, repair in controller.repairs.items():
             waited = (at - repair.started).total_seconds()

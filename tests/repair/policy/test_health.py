@@ -82,3 +82,14 @@ def test_the_agent_is_reachable_only_while_its_heartbeat_is_fresh() -> None:
     assert health.agent_reachable(node("w1", agent_beat=at - MINUTE, now=at), SETTINGS, at)
     assert not health.agent_reachable(node("w1", agent_beat=at - 3 * MINUTE, now=at), SETTINGS, at)
     assert not health.agent_reachable(node("w1", agent=False, now=at), SETTINGS, at)
+
+
+def test_the_rule_that_fired_first_names_the_trigger_while_the_node_stays_down() -> None:
+    # The agent reports the kubelet down at once; Ready goes Unknown 50 s later.
+    down = node("w1", ready="Unknown", since=T0 + timedelta(seconds=50), kubelet_unhealthy=True)
+    conditions = dict(down.conditions)
+    conditions["KubeletUnhealthy"] = Condition("KubeletUnhealthy", "True", T0, T0, "KubeletStopped")
+    down = replace(down, conditions=conditions)
+    for minutes in (10, 11, 30):
+        verdict = health.judge(down, SETTINGS, T0 + minutes * MINUTE)
+        assert verdict.trigger == "KubeletUnhealthy=True for 10m (KubeletStopped)", minutes

@@ -76,20 +76,24 @@ def judge(node: NodeObservation, settings: RepairSettings, now: datetime) -> Ver
             since=created,
         )
     due: datetime | None = None
+    fired: tuple[datetime, datetime, ConditionRule, Condition] | None = None
     for rule in rules:
         condition = current if rule.type == "Ready" else node.condition(rule.type)
         if condition is None or not rule.matches(condition.status):
             continue
         since = condition.since or now
         at = since + rule.after
-        if now >= at:
-            return Verdict(
-                True,
-                trigger=_trigger(rule, condition),
-                cause=_cause(node, current),
-                since=since,
-            )
-        due = at if due is None else min(due, at)
+        if now < at:
+            due = at if due is None else min(due, at)
+        elif fired is None or at < fired[0]:
+            # The rule that fired first names the trigger, so it stays the same while the
+            # node stays down (a later rule firing too does not change the story).
+            fired = (at, since, rule, condition)
+    if fired is not None:
+        _, since, rule, condition = fired
+        return Verdict(
+            True, trigger=_trigger(rule, condition), cause=_cause(node, current), since=since
+        )
     return Verdict(False, due=due)
 
 

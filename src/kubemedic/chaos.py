@@ -77,6 +77,9 @@ class ChaosOptions:
     #: Longest step of the simulation between rounds (the policy's wake_at may be sooner).
     tick: timedelta = timedelta(seconds=10)
     settings: RepairSettings = field(default_factory=lambda: RepairSettings(dry_run=False))
+    #: Follow the policy's ``wake_at`` (False: poll every ``tick`` only, as a resync loop does:
+    #: the baseline of the latency figures).
+    wake: bool = True
 
 
 @dataclass(frozen=True)
@@ -266,7 +269,7 @@ async def _play(
         report.decisions += len(done.plan.decisions)
         checker.after(done, controller, sim)
         step = options.tick.total_seconds()
-        if done.plan.wake_at is not None:
+        if options.wake and done.plan.wake_at is not None:
             step = min(step, max(1.0, (done.plan.wake_at - sim.now()).total_seconds()))
         sim.run_for(step)
     checker.finish(run, controller)

@@ -52,6 +52,11 @@ class Group:
     last: datetime
     zone_size: int
 
+    def short(self) -> str:
+        """Stable while the group lasts (its size may change): for the holds' messages."""
+        where = f" in zone {self.zone}" if self.zone else " across the cluster"
+        return f"correlated failure{where} since {self.first:%Y-%m-%dT%H:%M:%SZ}"
+
     def describe(self) -> str:
         where = f"{len(self.nodes)} of the {self.zone_size} nodes of zone {self.zone}"
         if not self.zone:

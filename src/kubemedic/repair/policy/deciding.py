@@ -80,7 +80,7 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
     sticky = {name: why for name, why in state.correlated.items() if name in not_ready}
     for group in groups:
         for name in group.nodes:
-            sticky[name] = group.describe()
+            sticky[name] = group.short()
 
     decisions: list[Decision] = []
     alerted = set(state.alerted)
@@ -111,7 +111,7 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
             return "repairs are paused"
         group = held_by.get(name)
         if group is not None:
-            return f"correlated failure: {group.describe()}"
+            return f"{group.short()}: a control-plane, network or zone fault, not a node fault"
         if name in sticky:
             return f"part of a correlated failure ({sticky[name]}); held until it is Ready again"
         return ""

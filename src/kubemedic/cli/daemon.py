@@ -44,6 +44,7 @@ def show_defaults() -> None:
     """Print the repair: section with every default (the checks' defaults: `kubemedic checks
     NAME`)."""
     from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
+    from kubemedic.repair.providers.base import ProviderError  # noqa: PLC0415
 
     typer.echo(repair_settings.defaults_text(), nl=False)
 
@@ -107,6 +108,7 @@ def run(
     from kubemedic import config as configuration  # noqa: PLC0415
     from kubemedic.kube.config import KubeAccessError  # noqa: PLC0415
     from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
+    from kubemedic.repair.providers.base import ProviderError  # noqa: PLC0415
     from kubemedic.run.daemon import Daemon, DaemonOptions  # noqa: PLC0415
     from kubemedic.store.db import ArchiveError, database_url  # noqa: PLC0415
 
@@ -162,7 +164,7 @@ def run(
     )
     try:
         asyncio.run(_serve(Daemon(options)))
-    except (KubeAccessError, ArchiveError) as error:
+    except (KubeAccessError, ArchiveError, ProviderError) as error:
         raise _fail(str(error)) from None
     except ExceptionGroup as group:  # a task group's failure: report its first input error
         first = next(iter(_leaves(group)), None)

@@ -44,7 +44,6 @@ def show_defaults() -> None:
     """Print the repair: section with every default (the checks' defaults: `kubemedic checks
     NAME`)."""
     from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
-    from kubemedic.repair.providers.base import ProviderError  # noqa: PLC0415
 
     typer.echo(repair_settings.defaults_text(), nl=False)
 

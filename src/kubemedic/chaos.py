@@ -345,6 +345,18 @@ class _Checker:
         sizes = Counter(n.pool for n in nodes)
         unhealthy = Counter(n.pool for n in nodes if health.judge(n, settings, done.at).unhealthy)
         by_name = {n.name: n for n in nodes}
+        for name, fault in self.faults.items():
+            node = by_name.get(name)
+            if name in self.report.repaired or fault.at > now or name not in self.started:
+                continue
+            cured = node is None or (
+                not health.judge(node, settings, done.at).unhealthy
+                and (ready := health.ready(node, done.at)) is not None
+                and ready.status == "True"
+                and name not in controller.repairs
+            )
+            if cured:
+                self.report.repaired[name] = now - fault.at
         self.held = {
             d.node: d.message for d in done.plan.decisions if d.kind is Kind.HOLD and d.node
         }
@@ -419,9 +431,6 @@ class _Checker:
                 )
             )
             if node is None or (healthy and ready):
-                start = self.started.get(name)
-                if start is not None:
-                    self.report.repaired[name] = (sim.seconds() - self.origin) - fault.at
                 continue
             if name in controller.repairs:
                 continue  # still on the ladder at the end: judged by its bound below

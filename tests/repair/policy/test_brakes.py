@@ -294,3 +294,16 @@ def test_a_correlated_failure_is_announced_once_while_its_first_node_comes_back(
     nodes[0] = node("c0", pool="batch", zone="zone-c", now=T0 + 4 * MINUTE)
     later = round_(nodes, SETTINGS, now=T0 + 4 * MINUTE, alerted=plan.alerted)
     assert of_kind(later, Kind.HOLD) and not acts(later)
+
+
+def test_a_zone_group_overlapping_a_cluster_wide_one_is_one_alert() -> None:
+    nodes = _zone_c(4, now=T0 + 3 * MINUTE)
+    late = DOWN + timedelta(seconds=150)  # in zone-c's run, outside the cluster-wide window
+    nodes[4] = node("c4", ready="Unknown", since=late, pool="batch", zone="zone-c", agent=False)
+    nodes.append(
+        node("a1", ready="Unknown", since=DOWN + timedelta(seconds=30), zone="zone-a", agent=False)
+    )
+    plan = round_(nodes, SETTINGS, now=T0 + 3 * MINUTE)
+    (alert,) = acts(plan, Action.ALERT)
+    assert alert.message.startswith("correlated failure: 5 nodes")
+    assert {d.node for d in of_kind(plan, Kind.HOLD)} >= {"c0", "c1", "c2", "c3", "c4", "a1"}

@@ -87,7 +87,9 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
     alerted = {key for key in state.alerted if not key.startswith(_OUTAGE)}
     for group in groups:
         members = {outage[name] for name in group.nodes}
-        if group.key not in alerted and not members & seen:
+        announced = group.key in alerted or bool(members & seen)
+        seen |= members  # a group overlapping this one, this round or later, is the same fault
+        if not announced:
             alerted.add(group.key)
             first = sorted(group.nodes)[0]
             message = f"correlated failure: {group.describe()}; no node is rebooted while it lasts"
@@ -104,7 +106,6 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
             )
     # Remembered while the node stays down since that time.
     alerted |= seen & set(outage.values())
-    alerted |= {outage[name] for group in groups for name in group.nodes}
 
     repairs: dict[str, Repair] = {}
     finished: list[LedgerEntry] = []

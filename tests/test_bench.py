@@ -108,3 +108,10 @@ def test_fuzz_benchmark_drives_every_input_path_and_prints_a_summary() -> None:
     for path in ("snapshot: wrong types", "snapshot: bytes", "config", "scenario", "flags"):
         assert re.search(rf"^{re.escape(path)} +\d+ tried +\d+ failed", out, re.M)
     assert re.search(r"^summary: \d+ inputs tried, \d+ failures", out, re.M)
+
+
+@pytest.mark.timeout(300)
+def test_policy_chaos_benchmark_runs_and_breaks_no_rule() -> None:
+    out = run_bench("policy_chaos.py", *("--seeds", "2", "--nodes", "60", "--rounds", "6"))
+    assert "invariant violations 0" in out
+    assert "policy per round     median" in out

@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from kubemedic.repair.policy import deciding
+from kubemedic.repair.policy import brakes, deciding
 from kubemedic.repair.policy.records import Action, Kind, LedgerEntry, Step
-from kubemedic.repair.policy.settings import Budget, RepairSettings
+from kubemedic.repair.policy.settings import Budget, CorrelationSettings, RepairSettings
 
 from .builders import MINUTE, T0, acting, acts, execute, healthy_pool, node, of_kind, round_, state
 
 SETTINGS = acting()
+CORRELATED = CorrelationSettings()
 DOWN = T0 - 10 * MINUTE
 
 
@@ -252,3 +253,73 @@ def test_a_node_of_a_correlated_failure_stays_held_until_it_is_ready_again() -> 
     assert not after.repairs
     assert "held until it is Ready again" in of_kind(after, Kind.HOLD)[0].message
     assert set(after.correlated) == {"c0"}
+
+
+def test_every_window_of_a_zone_holds_its_nodes_not_only_the_largest() -> None:
+    # zone-c: three down within 40s (a group), and two more 10 minutes later (a group too).
+    nodes = _zone_c(3, now=T0 + 13 * MINUTE)
+    for i in (3, 4):
+        nodes[i] = node(
+            f"c{i}",
+            ready="Unknown",
+            since=DOWN + 10 * MINUTE + i * timedelta(seconds=10),
+            pool="batch",
+            zone="zone-c",
+            agent=False,
+        )
+    overlapping = replace(CORRELATED, zone_min_nodes=2, zone_percent=10.0, nodes=9)
+    plan = round_(nodes, acting(correlation=overlapping), now=T0 + 13 * MINUTE)
+    assert not plan.repairs
+    assert {d.node for d in of_kind(plan, Kind.HOLD)} == {"c0", "c1", "c2", "c3", "c4"}
+    assert len(acts(plan, Action.ALERT)) == 2
+
+
+def test_overlapping_windows_are_one_group() -> None:
+    times = {"a": T0, "b": T0 + timedelta(seconds=1), "c": T0 + timedelta(seconds=11)}
+    nodes = [node(n, ready="Unknown", since=t, zone="zone-a") for n, t in times.items()]
+    narrow = replace(CORRELATED, window=timedelta(seconds=10), zone_min_nodes=2, nodes=9)
+    (group,) = brakes.correlated(nodes, times, narrow)
+    assert group.nodes == {"a", "b", "c"}
+
+
+def test_an_opt_out_stops_a_repair_in_flight_but_lets_it_undo() -> None:
+    sick = node("w3", ready="False", since=DOWN)
+    repairs = execute(round_([sick], SETTINGS, now=T0), T0)  # cordoned
+    opted = replace(sick, unschedulable=True, annotations={"kubemedic.io/do-not-repair": "true"})
+    plan = round_([opted], SETTINGS, now=T0 + MINUTE, repairs=repairs)
+    assert not acts(plan)
+    (held,) = of_kind(plan, Kind.HOLD)
+    assert "do-not-repair" in held.message
+    well = replace(node("w3", since=T0 + MINUTE, now=T0 + 2 * MINUTE), unschedulable=True)
+    well = replace(well, annotations={"kubemedic.io/do-not-repair": "true"})
+    assert [
+        a.action for a in acts(round_([well], SETTINGS, now=T0 + 2 * MINUTE, repairs=repairs))
+    ] == [Action.UNCORDON]
+
+
+def test_a_dry_runs_alerts_say_so() -> None:
+    plan = round_(_zone_c(4, now=T0 + 3 * MINUTE), RepairSettings(), now=T0 + 2 * MINUTE)
+    (alert,) = acts(plan, Action.ALERT)
+    assert alert.dry_run and alert.message.startswith("dry run: would alert: correlated failure")
+
+
+def test_a_correlated_failure_is_announced_once_while_its_first_node_comes_back() -> None:
+    nodes = _zone_c(4, now=T0 + 4 * MINUTE)
+    plan = round_(nodes, SETTINGS, now=T0 + 2 * MINUTE)
+    assert len(acts(plan, Action.ALERT)) == 1
+    nodes[0] = node("c0", pool="batch", zone="zone-c", now=T0 + 4 * MINUTE)
+    later = round_(nodes, SETTINGS, now=T0 + 4 * MINUTE, alerted=plan.alerted)
+    assert of_kind(later, Kind.HOLD) and not acts(later)
+
+
+def test_a_zone_group_overlapping_a_cluster_wide_one_is_one_alert() -> None:
+    nodes = _zone_c(4, now=T0 + 3 * MINUTE)
+    late = DOWN + timedelta(seconds=150)  # in zone-c's run, outside the cluster-wide window
+    nodes[4] = node("c4", ready="Unknown", since=late, pool="batch", zone="zone-c", agent=False)
+    nodes.append(
+        node("a1", ready="Unknown", since=DOWN + timedelta(seconds=30), zone="zone-a", agent=False)
+    )
+    plan = round_(nodes, SETTINGS, now=T0 + 3 * MINUTE)
+    (alert,) = acts(plan, Action.ALERT)
+    assert alert.message.startswith("correlated failure: 5 nodes")
+    assert {d.node for d in of_kind(plan, Kind.HOLD)} >= {"c0", "c1", "c2", "c3", "c4", "a1"}

@@ -74,12 +74,13 @@ def correlated(
     not_ready: Mapping[str, datetime],
     settings: CorrelationSettings,
 ) -> list[Group]:
-    """The correlated groups among the nodes NotReady now (``not_ready``: since when); a zone's
-    group inside the cluster-wide one is not a group of its own."""
+    """The correlated groups among the nodes NotReady now (``not_ready``: since when): every
+    window holding enough of them is a group (windows that share a node are one group), so a
+    second burst in the same zone, or one overlapping a larger one, is held too; a zone's group
+    inside a cluster-wide one is not a group of its own."""
     groups: list[Group] = []
-    everyone = _burst(not_ready, settings, need=settings.nodes)
-    if everyone is not None:
-        names, first, last = everyone
+    everyone = _bursts(not_ready, settings, need=settings.nodes)
+    for names, first, last in everyone:
         groups.append(Group(f"correlated:*:{first:%Y%m%dT%H%M%S}", "", names, first, last, 0))
     zones: dict[str, list[str]] = {}
     for node in nodes:
@@ -87,35 +88,40 @@ def correlated(
             zones.setdefault(node.zone, []).append(node.name)
     for zone, members in sorted(zones.items()):
         need = max(settings.zone_min_nodes, math.ceil(len(members) * settings.zone_percent / 100))
-        found = _burst({n: not_ready[n] for n in members if n in not_ready}, settings, need=need)
-        if found is not None:
-            names, first, last = found
-            if everyone is not None and names <= everyone[0]:
+        found = _bursts({n: not_ready[n] for n in members if n in not_ready}, settings, need=need)
+        for names, first, last in found:
+            if any(names <= wide for wide, _, _ in everyone):
                 continue  # the cluster-wide group holds (and names) them already
             key = f"correlated:{zone}:{first:%Y%m%dT%H%M%S}"
             groups.append(Group(key, zone, names, first, last, len(members)))
     return groups
 
 
-def _burst(
+def _bursts(
     since: Mapping[str, datetime], settings: CorrelationSettings, *, need: int
-) -> tuple[frozenset[str], datetime, datetime] | None:
-    """The largest set of at least ``need`` nodes whose times fit in one window."""
+) -> list[tuple[frozenset[str], datetime, datetime]]:
+    """The nodes of every window holding at least ``need`` of the times, windows that share a
+    node merged into one burst, oldest first."""
     if need <= 0 or len(since) < need:
-        return None
+        return []
     ordered = sorted(since.items(), key=lambda item: (item[1], item[0]))
-    best: tuple[int, int] | None = None
-    start = 0
-    for end in range(len(ordered)):
-        while ordered[end][1] - ordered[start][1] > settings.window:
-            start += 1
-        size = end - start + 1
-        if size >= need and (best is None or size > best[1] - best[0] + 1):
-            best = (start, end)
-    if best is None:
-        return None
-    chosen = ordered[best[0] : best[1] + 1]
-    return frozenset(n for n, _ in chosen), chosen[0][1], chosen[-1][1]
+    runs: list[list[int]] = []  # [first index, last index] of each merged burst
+    end = 0
+    for start in range(len(ordered)):
+        end = max(end, start)
+        while end + 1 < len(ordered) and ordered[end + 1][1] - ordered[start][1] <= settings.window:
+            end += 1
+        if end - start + 1 < need:
+            continue
+        if runs and start <= runs[-1][1]:
+            runs[-1][1] = end
+        else:
+            runs.append([start, end])
+    bursts = []
+    for first, last in runs:
+        chosen = ordered[first : last + 1]
+        bursts.append((frozenset(n for n, _ in chosen), chosen[0][1], chosen[-1][1]))
+    return bursts
 
 
 def unhealthy_budget(pool_size: int, settings: RepairSettings, pool: str) -> int:

@@ -5,6 +5,7 @@ For every node, in this order (the first rule that applies decides, and says why
 1. **paused** (``repair.paused``): nothing starts and nothing in flight takes a new action;
 2. **quarantined** (label ``kubemedic.io/quarantined=true``) or **do-not-repair** (annotation
    ``kubemedic.io/do-not-repair``, any value but ``false``): skipped, the decision recorded;
+   a repair in flight on such a node is held like a paused one (it only undoes);
 3. **flapping** (``flapping.transitions`` Ready -> NotReady transitions in ``flapping.window``):
    quarantined, whether or not it is down right now;
 4. for an unhealthy node (:mod:`kubemedic.repair.policy.health`) with no repair in flight:
@@ -48,6 +49,8 @@ from kubemedic.repair.policy.settings import RepairSettings
 __all__ = ["DO_NOT_REPAIR", "decide", "repair_id"]
 
 DO_NOT_REPAIR = "kubemedic.io/do-not-repair"
+#: ``Plan.alerted`` also holds one key per node of an announced group (its outage).
+_OUTAGE = "correlated-node:"
 
 
 def repair_id(node: str, started: datetime) -> str:
@@ -83,23 +86,32 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
             sticky[name] = group.short()
 
     decisions: list[Decision] = []
-    alerted = set(state.alerted)
+    # A fault is announced once: a group whose nodes (down since the same times) were in a
+    # group already is the same fault, whatever its first node or window has become since.
+    outage = {name: f"{_OUTAGE}{name}:{since.isoformat()}" for name, since in not_ready.items()}
+    seen = {key for key in state.alerted if key.startswith(_OUTAGE)}
+    alerted = {key for key in state.alerted if not key.startswith(_OUTAGE)}
     for group in groups:
-        if group.key not in alerted:
+        members = {outage[name] for name in group.nodes}
+        announced = group.key in alerted or bool(members & seen)
+        seen |= members  # a group overlapping this one, this round or later, is the same fault
+        if not announced:
             alerted.add(group.key)
             first = sorted(group.nodes)[0]
+            message = f"correlated failure: {group.describe()}; no node is rebooted while it lasts"
             decisions.append(
                 Decision(
                     kind=Kind.ACT,
                     node=first,
                     reason="KubemedicRepairAlert",
-                    message=f"correlated failure: {group.describe()}; no node is rebooted "
-                    "while it lasts",
+                    message=ladder.dry_text(Action.ALERT, message) if settings.dry_run else message,
                     action=Action.ALERT,
                     key=group.key,
                     dry_run=settings.dry_run,
                 )
             )
+    # Remembered while the node stays down since that time.
+    alerted |= seen & set(outage.values())
 
     repairs: dict[str, Repair] = {}
     finished: list[LedgerEntry] = []
@@ -109,6 +121,11 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
     def hold_reason(name: str) -> str:
         if settings.paused:
             return "repairs are paused"
+        # An operator's opt-out or quarantine stops a repair in flight too: it only undoes.
+        node = nodes.get(name)
+        skip = _skip_reason(node, settings) if node is not None else ""
+        if skip:
+            return skip
         group = held_by.get(name)
         if group is not None:
             return f"{group.short()}: a control-plane, network or zone fault, not a node fault"

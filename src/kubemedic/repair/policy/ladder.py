@@ -49,7 +49,7 @@ from kubemedic.repair.policy.records import (
 )
 from kubemedic.repair.policy.settings import RepairSettings
 
-__all__ = ["Context", "Move", "advance", "first_step", "fold", "reason_for"]
+__all__ = ["Context", "Move", "advance", "dry_text", "first_step", "fold", "reason_for"]
 
 ACK = "kubemedic.io/agent-ack"
 QUARANTINED = "kubemedic.io/quarantined"
@@ -82,6 +82,14 @@ class Move:
 def reason_for(action: Action) -> str:
     """The Event reason of an action: ``KubemedicRepairRestartKubelet``..."""
     return "KubemedicRepair" + "".join(part.title() for part in action.value.split("-"))
+
+
+def dry_text(action: Action, message: str) -> str:
+    """An act's message in a dry run, as the executor's Event says it: ``dry run: would
+    <action>: <message>`` (unchanged when it says so already)."""
+    if message.startswith("dry run"):
+        return message
+    return f"dry run: would {action.value}: {message}"
 
 
 def first_step(cause: str, *, reachable: bool, ctx: Context) -> Step:
@@ -517,6 +525,8 @@ def _decision(
     args: Mapping[str, str] | None = None,
     outcome: str = "",
 ) -> Decision:
+    if repair.dry_run and kind is Kind.ACT and action is not None:
+        message = dry_text(action, message)
     return Decision(
         kind=kind,
         node=repair.node,

@@ -49,10 +49,8 @@ from kubemedic.repair.policy.records import Action, Kind, Step
 from kubemedic.repair.policy.settings import RepairSettings
 from kubemedic.repair.providers import registry
 from kubemedic.repair.providers.base import ProviderContext
-from kubemedic.sim.apiserver.serving import write_kubeconfig
-from kubemedic.sim.scenarios import hostfaults
-from kubemedic.sim.scenarios import loading as scenarios
-from kubemedic.sim.scenarios.timeline import ScenarioRun
+from kubemedic.sim import apiserver, scenarios
+from kubemedic.sim.scenarios import ScenarioRun
 from kubemedic.store.db import Archive
 
 __all__ = ["ChaosOptions", "ChaosReport", "Fault", "play"]
@@ -203,7 +201,7 @@ async def play(options: ChaosOptions, *, workdir: Path | None = None) -> ChaosRe
         server = run.sim.server
         port = await server.start(port=0, tick=False)
         config = where / "kubeconfig"
-        write_kubeconfig(config, f"http://127.0.0.1:{port}")
+        apiserver.write_kubeconfig(config, f"http://127.0.0.1:{port}")
         api = kubeconfig.connect(kubeconfig.resolve(config, None))
         archive = Archive.open(f"sqlite:///{where}/ledger.db")
         try:
@@ -263,7 +261,7 @@ async def _play(
                     pending.append(replace(fault, at=now + 180))
                     pending.sort(key=lambda f: (f.at, f.node))
             else:
-                hostfaults.mend(run.cluster.hosts.get(fault.node), fault.kind, sim.seconds())
+                scenarios.mend(run.cluster.hosts.get(fault.node), fault.kind, sim.seconds())
         done = await controller.round()
         report.rounds += 1
         report.decisions += len(done.plan.decisions)
@@ -291,7 +289,7 @@ def _bodies(sim: Any) -> Iterable[Mapping[str, Any]]:
 def _inflict(run: ScenarioRun, fault: Fault, now: float) -> None:
     host = run.cluster.hosts.get(fault.node)
     kind = "kubelet-stopped" if fault.kind == "flapping" else fault.kind
-    hostfaults.inflict(host, kind, now)
+    scenarios.inflict(host, kind, now)
 
 
 def _outage(faults: list[Fault]) -> tuple[float, float, frozenset[str]] | None:

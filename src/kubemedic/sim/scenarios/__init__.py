@@ -9,6 +9,7 @@ May import: :mod:`kubemedic.sim.cluster`, :mod:`kubemedic.sim.apiserver`,
 """
 
 from kubemedic.sim.scenarios.generating import Layout, generate
+from kubemedic.sim.scenarios.hostfaults import inflict, mend
 from kubemedic.sim.scenarios.loading import (
     Scenario,
     ScenarioError,
@@ -16,6 +17,7 @@ from kubemedic.sim.scenarios.loading import (
     available,
     check_until,
     load,
+    parse,
 )
 from kubemedic.sim.scenarios.spec import MAX_SECONDS
 from kubemedic.sim.scenarios.timeline import Progress, ScenarioRun, start
@@ -31,6 +33,9 @@ __all__ = [
     "available",
     "check_until",
     "generate",
+    "inflict",
     "load",
+    "mend",
+    "parse",
     "start",
 ]

@@ -351,6 +351,7 @@ def test_a_sqlite_row_of_the_wrong_type_is_found_on_open(sqlite_url: str) -> Non
     with pytest.raises(
         ArchiveError,
         match=r"damaged: table node_states, row \(cluster='prod', node='worker-1'\): column "
-        r"state: expected one of healthy, unhealthy, repairing, held, quarantined, gone, found 'sick'",
+        r"state: expected one of healthy, unhealthy, repairing, held, quarantined, gone, "
+        r"found 'sick'",
     ):
         Archive.open(sqlite_url)

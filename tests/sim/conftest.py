@@ -32,6 +32,21 @@ KUBECTL = shutil.which("kubectl") or (
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
 
+def call_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], T], *, timeout: float) -> T:
+    """Run ``fn`` on ``loop`` (a served simulation's, which is not thread-safe) and return its
+    result, or raise its exception, in the calling test's thread."""
+    done: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(fn())
+        except BaseException as exc:  # handed to the test thread
+            done.set_exception(exc)
+
+    loop.call_soon_threadsafe(run)
+    return done.result(timeout=timeout)
+
+
 @dataclass
 class Running:
     server: ApiServer
@@ -44,16 +59,7 @@ class Running:
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the server's loop and return its result."""
-        done: Future[T] = Future()
-
-        def run() -> None:
-            try:
-                done.set_result(fn())
-            except BaseException as exc:  # handed to the test thread
-                done.set_exception(exc)
-
-        self.loop.call_soon_threadsafe(run)
-        return done.result(timeout=30)
+        return call_on(self.loop, fn, timeout=30)
 
     def load(self, *objects: dict[str, Any]) -> None:
         self.call(lambda: self.server.load(objects))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,6 +22,7 @@ from typing import Any, TypeVar
 from kubemedic.sim import scenarios
 from kubemedic.sim.cluster import CLOUD_NAME, Cloud
 from kubemedic.sim.scenarios.timeline import ScenarioRun
+from tests.sim.conftest import call_on
 
 T = TypeVar("T")
 
@@ -56,16 +56,7 @@ class ServedCloud:
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the server's loop (the simulation is not thread-safe)."""
-        done: Future[T] = Future()
-
-        def run() -> None:
-            try:
-                done.set_result(fn())
-            except BaseException as exc:  # handed to the test thread
-                done.set_exception(exc)
-
-        self.loop.call_soon_threadsafe(run)
-        return done.result(timeout=60)
+        return call_on(self.loop, fn, timeout=60)
 
     def advance(self, span: timedelta) -> None:
         """Run the cluster for ``span`` of cluster time (as fast as it goes)."""

@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from kubemedic.kube.api import ApiError, ConnectionLost
+from kubemedic.kube.clock import Clock
 from kubemedic.repair.executing.executor import Executor
 from kubemedic.repair.policy import codec, deciding, health, ladder, observing
 from kubemedic.repair.policy.records import (
@@ -49,6 +50,7 @@ from kubemedic.repair.policy.records import (
 from kubemedic.repair.policy.settings import RepairSettings
 from kubemedic.repair.providers import registry
 from kubemedic.repair.providers.base import Provider, ProviderContext, ProviderError, Target
+from kubemedic.store.db import Archive
 
 __all__ = ["Controller", "Hands", "Round", "build"]
 
@@ -60,41 +62,12 @@ TICK = timedelta(seconds=10)
 """Longest sleep between rounds (cluster time) when nothing is due sooner."""
 
 
-class Clock(Protocol):
-    def now(self) -> datetime: ...
-
-    async def sleep(self, seconds: float) -> None: ...
-
-
 class Hands(Protocol):
     """The executor as the controller uses it."""
 
     async def execute(self, decision: Decision, node: NodeObservation | None) -> Outcome: ...
 
     async def announce(self, decision: Decision) -> None: ...
-
-
-class Ledger(Protocol):
-    """The archive as the controller uses it (plain dicts: the store knows nothing of repairs)."""
-
-    def load_repairs(self, cluster: str) -> dict[str, dict[str, Any]]: ...
-
-    def ledger(
-        self, cluster: str, *, since: float | None = None, node: str | None = None
-    ) -> list[dict[str, Any]]: ...
-
-    def not_ready_since(self, cluster: str, since: float) -> dict[str, list[float]]: ...
-
-    def save_repair_round(
-        self,
-        cluster: str,
-        *,
-        in_flight: Mapping[str, dict[str, Any]],
-        finished: list[dict[str, Any]],
-        decisions: list[dict[str, Any]],
-        node_states: list[dict[str, Any]],
-        at: float,
-    ) -> None: ...
 
 
 @dataclass
@@ -119,7 +92,7 @@ class Controller:
         bodies: Callable[[], Iterable[Mapping[str, Any]]],
         hands: Hands,
         provider: Provider,
-        ledger: Ledger,
+        ledger: Archive,
         tick: timedelta = TICK,
     ) -> None:
         self.settings = settings
@@ -316,7 +289,7 @@ async def _sleep_or_stop(sleeping: Any, stop: asyncio.Event) -> None:
 def build(
     *,
     api: Any,
-    archive: Ledger,
+    archive: Archive,
     settings: RepairSettings,
     cluster: str,
     clock: Clock,

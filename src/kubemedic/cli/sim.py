@@ -5,11 +5,11 @@ Every flag is checked before anything is built, and a bad one is exit 2 with one
 flag and the range it takes: ``--speed`` from 0.01 to 10,000 (times real time), ``--until`` and
 ``--event-ttl`` from 0 to 30 days, ``--port`` from 0 to 65535, ``--history`` from 1 to
 10,000,000, ``--clock-start`` from 1970 to 9000, each ``--fault`` by its own type and range
-(rates from 0 to 1, seconds from 0 to 3600) and spelt as the flag spells it (``error-rate``)."""
+(rates from 0 to 1, seconds from 0 to 3600) and spelt as the flag spells it (``error-rate``), by
+the emulator's one check of fault settings, which its ``PUT /kubemedic.io/v1/faults`` makes too."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from datetime import timedelta
 from pathlib import Path
@@ -38,9 +38,6 @@ def register(app: typer.Typer) -> None:
 
 SPEED = (0.01, 10_000.0)
 """Slowest and fastest ``--speed`` (times real time)."""
-
-_FAULT_SECONDS = 3600.0
-_FAULT_COUNT = 2**31 - 1
 
 
 def _parse_duration(flag: str, text: str) -> timedelta:
@@ -83,50 +80,6 @@ def _check_clock_start(text: str) -> None:
         timing.parse_time_flag("--clock-start", text)
     except timing.TimeError as error:
         raise _common._fail(f"{error} (or 'snapshot' or 'now')") from None
-
-
-def _checked_faults(items: list[str], known: type) -> list[str]:
-    """``--fault NAME=VALUE`` items checked against the fault settings ``known`` (a dataclass):
-    names as the flag spells them (``error-rate``), values of the setting's type and range."""
-    kinds = {
-        item.name.replace("_", "-"): str(item.type)
-        for item in dataclasses.fields(known)
-        if not item.name.startswith("_")
-    }
-    checked = []
-    for item in items:
-        name, sep, value = (part.strip() for part in item.partition("="))
-        if not sep or not name:
-            example = "NAME=VALUE such as error-rate=0.1"
-            raise _common._fail(f"--fault: expected {example}, got {item[:200]!r}")
-        spelt = name.replace("_", "-")
-        if spelt not in kinds:
-            known_names = ", ".join(sorted(kinds))
-            raise _common._fail(f"--fault: unknown fault {name!r}; known: {known_names}")
-        problem = _fault_problem(spelt, kinds[spelt], value)
-        if problem:
-            raise _common._fail(f"--fault {spelt}: expected {problem}, got {value[:200]!r}")
-        checked.append(f"{spelt}={value}")
-    return checked
-
-
-def _fault_problem(name: str, kind: str, value: str) -> str:
-    """What ``value`` should be for the fault ``name`` of type ``kind`` (``"float"``), or ""
-    when it is that."""
-    if kind == "bool":
-        ok = value.lower() in ("1", "0", "true", "false", "yes", "no", "on", "off")
-        return "" if ok else "true or false"
-    if kind == "int":
-        high = int(_FAULT_SECONDS) if name == "retry-after" else _FAULT_COUNT
-        whole = value.lstrip("+").isdigit() and int(value) <= high
-        return "" if whole else f"a whole number from 0 to {high}"
-    most = 1.0 if name.endswith("-rate") else _FAULT_SECONDS
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    what = "a rate" if name.endswith("-rate") else "a number of seconds"
-    return "" if 0 <= number <= most else f"{what} from 0 to {most:g}"
 
 
 def _check_outputs(force: bool, *outputs: tuple[str, Path | None]) -> None:
@@ -192,7 +145,10 @@ def sim_serve(
     _check_whole("--history", history, low=1, high=10_000_000, what="a number of changes")
     _check_clock_start(clock_start)
     ttl = _parse_duration("--event-ttl", event_ttl)
-    faults = _checked_faults(fault or [], apiserver.Faults)
+    try:  # the one check of fault settings, also the emulator's over HTTP
+        faults = apiserver.parse_assignments(fault or [])
+    except apiserver.FaultError as error:
+        raise _common._fail(str(error)) from None
     _check_outputs(force, ("--kubeconfig-out", kubeconfig_out))
     try:
         options = apiserver.ServeOptions(
@@ -203,7 +159,7 @@ def sim_serve(
             event_ttl=ttl,
             history=history,
             speed=speed,
-            faults=apiserver.parse_assignments(faults),
+            faults=faults,
             clock_start=clock_start,
         )
         server = apiserver.build_served(options)

@@ -16,7 +16,7 @@ May import: :mod:`kubemedic.sim.machinery`, :mod:`kubemedic.model`, :mod:`kubeme
 :mod:`kubemedic.output.files` (to write snapshots and kubeconfigs).
 """
 
-from kubemedic.sim.apiserver.http.faults import Faults, parse_assignments
+from kubemedic.sim.apiserver.http.faults import FaultError, Faults, parse_assignments
 from kubemedic.sim.apiserver.server import ApiServer, kubeconfig
 from kubemedic.sim.apiserver.serving import ServeOptions, serve, write_kubeconfig
 from kubemedic.sim.apiserver.serving import build as build_served
@@ -25,6 +25,7 @@ from kubemedic.sim.apiserver.snapshotting import SNAPSHOT_KINDS, snapshot, write
 __all__ = [
     "SNAPSHOT_KINDS",
     "ApiServer",
+    "FaultError",
     "Faults",
     "ServeOptions",
     "build_served",

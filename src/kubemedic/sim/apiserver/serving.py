@@ -40,7 +40,8 @@ class ServeOptions:
     event_ttl: timedelta = timedelta(hours=1)
     history: int = 100_000
     speed: float = 1.0
-    faults: dict[str, str] = field(default_factory=dict)
+    #: Fault settings by name, typed (``parse_assignments`` reads ``--fault`` flags so).
+    faults: dict[str, object] = field(default_factory=dict)
     #: ``snapshot`` (the newest time in the loaded objects, as ``scan`` sees it), ``now``, or an
     #: RFC 3339 time.
     clock_start: str = "snapshot"
@@ -56,7 +57,8 @@ def write_kubeconfig(
 
 
 def build(options: ServeOptions) -> ApiServer:
-    """The server with its snapshot loaded (raises SnapshotError / ValueError on bad input)."""
+    """The server with its snapshot loaded (raises SnapshotError, FaultError or another
+    ValueError on bad input)."""
     faults = Faults()
     faults.update(options.faults)
     snapshot = loading.load_snapshot(options.load) if options.load is not None else None

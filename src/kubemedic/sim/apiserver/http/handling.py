@@ -22,6 +22,7 @@ from aiohttp import web
 
 from kubemedic import __version__
 from kubemedic.sim.apiserver.fields import fieldmanaging
+from kubemedic.sim.apiserver.http.faults import FaultError
 from kubemedic.sim.apiserver.http.responses import JSON, Backend, json_response, table_for
 from kubemedic.sim.apiserver.http.watching import stream
 from kubemedic.sim.apiserver.openapi.documents import OpenAPI
@@ -447,7 +448,7 @@ class Handler:
             if request.method == "PUT":
                 try:
                     self.server.faults.update(_json_body(await request.read()))
-                except ValueError as exc:
+                except FaultError as exc:
                     raise errors.bad_request(str(exc)) from exc
                 if self.server.faults.force_gone:
                     self.server.store.compact()

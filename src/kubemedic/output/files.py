@@ -12,7 +12,8 @@ at all, and never over something that is not a file.
 
 Errors are ``OutputError`` (an ``InputError``: exit 2) naming the flag and the path.
 
-May import: :mod:`kubemedic.errors` and the standard library.
+May import: :mod:`kubemedic.errors`, :mod:`kubemedic.model.filemodes` (a file's type in words)
+and the standard library.
 """
 
 from __future__ import annotations
@@ -24,29 +25,13 @@ import tempfile
 from pathlib import Path
 
 from kubemedic.errors import InputError
+from kubemedic.model import filemodes
 
 __all__ = ["OutputError", "check_target", "write_atomically"]
 
 
 class OutputError(InputError):
     """An output path kubemedic refuses or cannot write; the message names the flag and path."""
-
-
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, in words; ``None`` for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
 
 
 def check_target(path: Path, *, flag: str, force: bool = False) -> None:
@@ -62,7 +47,7 @@ def check_target(path: Path, *, flag: str, force: bool = False) -> None:
     except OSError as error:
         raise OutputError(f"{label}: cannot use it: {error.strerror or error}") from None
     if mode is not None:
-        kind = _kind(mode)
+        kind = filemodes.kind(mode, device_kinds=False)
         if kind == "a directory":
             raise OutputError(f"{label}: is a directory; give the path of a file to write")
         if kind is not None and not force:

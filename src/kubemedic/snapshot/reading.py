@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kubemedic.errors import InputError
+from kubemedic.model import filemodes
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -62,23 +63,10 @@ class SnapshotError(InputError):
     """A snapshot cannot be read. ``str()`` names the file and where in it."""
 
 
-_SPECIAL = (
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def _what(mode: int) -> str:
-    for test, name in _SPECIAL:
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def _not_a_file(path: Path, mode: int) -> SnapshotError:
-    return SnapshotError(f"{path} is {_what(mode)}, not a file or directory")
+    if stat.S_ISDIR(mode):  # a file swapped for a directory between listing and opening
+        return SnapshotError(f"{path} is a directory, not a regular file")
+    return SnapshotError(f"{path} is {filemodes.kind(mode)}, not a file or directory")
 
 
 def _cannot(path: Path, what: str, error: OSError) -> SnapshotError:

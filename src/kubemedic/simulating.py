@@ -15,32 +15,58 @@ interrupted. ``--snapshot-out`` writes what ``kubectl get -o json`` would print 
 Progress is drawn on stderr when it is a terminal (and ``--quiet`` is not given): the cluster
 time reached against the scenario's end, the speed (x real time), and the nodes, pods and events
 in the API.
+
+An action the emulator refuses (a patch of an object that does not exist, a manifest it finds
+invalid, a node selection that matches no node; see ``ScenarioRun.failures``) means the cluster
+did not live the scenario as written. The run still goes to its end and writes every output it
+was asked for, and then :func:`run_scenario` raises :class:`RefusedError`: one line naming the
+scenario file and each refused action (timeline entry, scenario time, what and why). With
+``allow_refused`` it prints that line as a warning on ``err`` and returns instead. The timeline
+logs each failure as it happens; while a run goes, that log is not printed by Python's
+last-resort handler (an application that configures logging still gets it), so stderr carries
+the one line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from kubemedic.errors import InputError
 from kubemedic.output.progress import NO_PROGRESS, Bar, Progress
 from kubemedic.sim import apiserver, cluster, scenarios
 
-__all__ = ["RunOptions", "list_scenarios", "run_scenario"]
+__all__ = ["RefusedError", "RunOptions", "list_scenarios", "run_scenario"]
 
 #: Pace of a served run when ``--speed`` is not given.
 SERVED_SPEED = 10.0
 
 #: Seconds between two updates of the progress bar.
 _REFRESH = 0.1
+
+#: Refused actions a ``RefusedError`` message lists (``run.failures`` holds them all).
+_LISTED = 5
+
+
+class RefusedError(InputError):
+    """The emulator refused actions of a scenario that was otherwise played to its end (its
+    outputs written): the message names the scenario file and each refused action; ``run`` is
+    the finished run (``run.failures`` lists every refusal)."""
+
+    def __init__(self, message: str, run: scenarios.ScenarioRun) -> None:
+        super().__init__(message)
+        self.run = run
 
 
 @dataclass
@@ -59,6 +85,8 @@ class RunOptions:
     hold: bool = False
     #: Overrides the scenario's own seed when given.
     seed: int | None = None
+    #: Refused actions are a warning, not a :class:`RefusedError`.
+    allow_refused: bool = False
 
 
 def list_scenarios(*, console: Console) -> None:
@@ -79,27 +107,16 @@ def run_scenario(
     progress: Progress = NO_PROGRESS,
 ) -> scenarios.ScenarioRun:
     """Run a scenario (raises ``scenarios.ScenarioError`` on a bad one). ``progress`` shows the
-    scenario's clock as it runs (it should draw on ``err``, where the run's notes go)."""
+    scenario's clock as it runs (it should draw on ``err``, where the run's notes go). Once the
+    run is over and its outputs written, refused actions raise :class:`RefusedError` (a warning
+    on ``err`` with ``options.allow_refused``)."""
     scenario = scenarios.load(options.scenario)
     if options.until is not None:
         scenarios.check_until(scenario, options.until)
-    run = scenarios.ScenarioRun(scenario, seed=options.seed, until=options.until)
     started = time.perf_counter()
-    with progress.bar(scenario.name, total=run.duration.total_seconds()) as bar:
-        shown = [0.0]
-
-        def on_step() -> None:
-            now = time.perf_counter()
-            if now - shown[0] >= _REFRESH:  # counting the API's objects is not free
-                shown[0] = now
-                _update(bar, run, started)
-
-        stepped = on_step if progress.active else None
-        if options.serve or options.speed is not None:
-            asyncio.run(_run_paced(run, options, err=err, on_step=stepped))
-        else:
-            run.run(on_step=stepped)
-        _update(bar, run, started)
+    with _timeline_log_held():
+        run = scenarios.ScenarioRun(scenario, seed=options.seed, until=options.until)
+        _play(run, options, err=err, progress=progress, started=started)
     wall = time.perf_counter() - started
     simulated = run.elapsed().total_seconds()
     console.print(
@@ -114,7 +131,82 @@ def run_scenario(
         console.print(
             f"snapshot: {items} objects written to {options.snapshot_out}", highlight=False
         )
+    if run.failures:
+        message = _refused_message(options.scenario, run.failures)
+        if not options.allow_refused:
+            raise RefusedError(
+                f"{message} (the run went on to its end and wrote its outputs; "
+                "--allow-refused accepts refused actions)",
+                run,
+            )
+        err.print(f"[bold yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return run
+
+
+def _refused_message(source: str, failures: Sequence[scenarios.Failure]) -> str:
+    """One line: ``source`` (the scenario as the user named it) and its refused actions, each
+    timeline entry once with its first scenario time and reason (200 characters at most; one
+    that kept failing on repeat says how often), the first few listed."""
+    by_where: dict[str, list[scenarios.Failure]] = {}
+    for failure in failures:
+        by_where.setdefault(failure.where, []).append(failure)
+    items = []
+    for where, each in by_where.items():
+        first = each[0]
+        again = ""
+        if len(each) > 1:
+            again = f" (and {len(each) - 1} more times, the last at {_clock(each[-1].elapsed)})"
+        reason = first.message if len(first.message) <= 200 else f"{first.message[:197]}..."
+        items.append(f"{where} at {_clock(first.elapsed)}{again}: {reason}")
+    what = "1 scenario action" if len(items) == 1 else f"{len(items)} scenario actions"
+    shown = "; ".join(items[:_LISTED])
+    more = f"; and {len(items) - _LISTED} more" if len(items) > _LISTED else ""
+    return (
+        f"{source}: {what} refused by the simulated cluster, so the scenario did not happen "
+        f"as written: {shown}{more}"
+    )
+
+
+def _play(
+    run: scenarios.ScenarioRun,
+    options: RunOptions,
+    *,
+    err: Console,
+    progress: Progress,
+    started: float,
+) -> None:
+    with progress.bar(run.scenario.name, total=run.duration.total_seconds()) as bar:
+        shown = [0.0]
+
+        def on_step() -> None:
+            now = time.perf_counter()
+            if now - shown[0] >= _REFRESH:  # counting the API's objects is not free
+                shown[0] = now
+                _update(bar, run, started)
+
+        stepped = on_step if progress.active else None
+        if options.serve or options.speed is not None:
+            asyncio.run(_run_paced(run, options, err=err, on_step=stepped))
+        else:
+            run.run(on_step=stepped)
+        _update(bar, run, started)
+
+
+@contextlib.contextmanager
+def _timeline_log_held() -> Iterator[None]:
+    """While a run goes, keep Python's last-resort handler from printing the timeline's log of
+    failures on stderr (the run reports them itself, in one line, at its end). A handler the
+    application configured still receives the records."""
+    logger = logging.getLogger(scenarios.ScenarioRun.__module__)
+    if logger.hasHandlers():
+        yield
+        return
+    held = logging.NullHandler()
+    logger.addHandler(held)
+    try:
+        yield
+    finally:
+        logger.removeHandler(held)
 
 
 async def _run_paced(
@@ -144,7 +236,8 @@ async def _run_paced(
     try:
         await run.run_paced(speed=speed, stop=stop, on_step=on_step)
         if options.serve and options.hold and not stop.is_set():
-            err.print("scenario over; still serving until interrupted", highlight=False)
+            refused = f" ({len(run.failures)} refused, listed at exit)" if run.failures else ""
+            err.print(f"scenario over{refused}; still serving until interrupted", highlight=False)
             await stop.wait()
     finally:
         if options.serve:

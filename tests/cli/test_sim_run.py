@@ -9,12 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from kubemedic.cli import app, main
+from kubemedic.sim import scenarios
 from tests.cli.terminal import fake_terminal, shown
 from tests.sim.conftest import KUBECTL, needs_kubectl
 
@@ -288,3 +290,78 @@ def test_until_past_the_step_limit_is_refused(
     fine = _healthy_with(tmp_path, "duration: 30m", "duration: 1m\ncluster: {resolution: 10ms}")
     err = _refused(capsys, str(fine), "--until", "30d")
     assert "story.yaml: --until: 259,200,000 steps of cluster.resolution; at most 10,000,000" in err
+
+
+REFUSED_STORY = """\
+name: refused
+duration: 10m
+pools:
+  - {name: general, count: 2, capacity: {cpu: "4", memory: 16Gi, pods: 110}}
+objects:
+  - manager: kubectl
+    operation: Apply
+    manifests:
+      - {apiVersion: v1, kind: ConfigMap, metadata: {name: Not_A_Name, namespace: default}}
+timeline:
+  - at: 1m
+    action: patch
+    target: {kind: Deployment, namespace: default, name: nope}
+    patch: {spec: {replicas: 2}}
+  - {at: 2m, action: reboot, nodes: {selector: "team=db"}, repeat: {every: 2m}}
+  - {at: 3m, action: mark, note: still here}
+"""
+
+
+@pytest.mark.parametrize("paced", [(), ("--serve", "--speed", "5000")], ids=["fast", "served"])
+def test_refused_actions_exit_2_naming_each_after_the_outputs_are_written(
+    tmp_path: Path, paced: tuple[str, ...]
+) -> None:
+    story = tmp_path / "story.yaml"
+    story.write_text(REFUSED_STORY)
+    snapshot = tmp_path / "out.json"
+    done = _kubemedic("sim", "run", str(story), "--snapshot-out", str(snapshot), *paced)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("serving ")]
+    assert len(lines) == 1, done.stderr
+    (line,) = lines
+    assert line.startswith(
+        f"error: {story}: 3 scenario actions refused by the simulated cluster, so the scenario "
+        "did not happen as written: setup at 00:00:00: ConfigMap Not_A_Name: "
+    ), line
+    assert "; timeline[0] at 00:01:00: patch Deployment default/nope as kubectl-patch: " in line
+    assert '404 NotFound: deployments.apps "nope" not found; ' in line
+    assert (
+        "; timeline[1] at 00:02:00 (and 4 more times, the last at 00:10:00): reboot: no node "
+        "matches (the run went on to its end and wrote its outputs; --allow-refused accepts "
+        "refused actions)"
+    ) in line
+    assert "timeline[2]" not in line
+    # Nothing lost: the run went to its end and the snapshot was written.
+    assert "refused: 00:10:00 of cluster time" in done.stdout
+    assert {"Node", "Namespace"} <= {
+        item["kind"] for item in json.loads(snapshot.read_text())["items"]
+    }
+
+
+def test_allow_refused_makes_the_refusals_a_warning_and_exits_0(tmp_path: Path) -> None:
+    story = tmp_path / "story.yaml"
+    story.write_text(REFUSED_STORY)
+    done = _kubemedic("sim", "run", str(story), "--allow-refused")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(f"warning: {story}: 3 scenario actions refused")
+    assert done.stderr.count("\n") == 1 and "--allow-refused" not in done.stderr
+
+
+#: Cluster time each bundled scenario is played for below: all of a short one, the first 6
+#: minutes (the start of its story, a few seconds of wall time) of a long one.
+BUNDLED_PLAYED = timedelta(minutes=6)
+
+
+@pytest.mark.parametrize("info", scenarios.available(), ids=lambda info: info.name)
+def test_no_bundled_scenario_has_a_refused_action(
+    capsys: pytest.CaptureFixture[str], info: scenarios.ScenarioInfo
+) -> None:
+    until = min(info.duration, BUNDLED_PLAYED)
+    with pytest.raises(SystemExit) as done:
+        main(["sim", "run", info.name, "--until", f"{until.total_seconds():.0f}s"])
+    assert (done.value.code, capsys.readouterr().err) == (0, "")

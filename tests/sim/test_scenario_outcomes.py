@@ -211,6 +211,7 @@ def test_forty_percent_of_a_zone_goes_unknown_at_once(failures: Watched) -> None
 
 def test_node_failures_are_what_kubemedic_finds(failures: Watched, tmp_path: Path) -> None:
     assert "node-not-ready" in found(scan(failures.run, tmp_path), at_least=Severity.CRITICAL)
+    assert failures.run.failures == []  # every action happened as written
 
 
 # core-node-prometheus -----------------------------------------------------------------------
@@ -318,6 +319,7 @@ def test_the_oom_and_eviction_events_are_gone_an_hour_later(core: Core) -> None:
 
 @pytest.mark.timeout(300)
 def test_core_node_risks_are_what_kubemedic_finds(core: Core) -> None:
+    assert core.watched.run.failures == []  # every action happened as written
     critical = found(core.findings, at_least=Severity.CRITICAL)
     assert {
         "node-memory-overcommit",
@@ -349,6 +351,7 @@ def test_healthy_cluster_runs_every_pod_and_warns_of_nothing(healthy: Watched) -
     assert not [e for _, e in healthy.events if e.get("type") == "Warning"]
     api = run.sim.get("deployments.apps", "shop", "api")
     assert api is not None and api["status"].get("availableReplicas") == 9
+    assert run.failures == []  # every action happened as written
 
 
 def test_healthy_cluster_is_clean_for_kubemedic(healthy: Watched, tmp_path: Path) -> None:

@@ -6,7 +6,10 @@ flag and the range it takes: ``--speed`` from 0.01 to 10,000 (times real time), 
 ``--event-ttl`` from 0 to 30 days, ``--port`` from 0 to 65535, ``--history`` from 1 to
 10,000,000, ``--clock-start`` from 1970 to 9000, each ``--fault`` by its own type and range
 (rates from 0 to 1, seconds from 0 to 3600) and spelt as the flag spells it (``error-rate``), by
-the emulator's one check of fault settings, which its ``PUT /kubemedic.io/v1/faults`` makes too."""
+the emulator's one check of fault settings, which its ``PUT /kubemedic.io/v1/faults`` makes too.
+
+``sim run`` exits 2 after a run whose scenario actions the simulated cluster refused (its outputs
+written all the same), unless ``--allow-refused`` (see ``kubemedic.simulating``)."""
 
 from __future__ import annotations
 
@@ -183,7 +186,17 @@ def sim_list() -> None:
     simulating.list_scenarios(console=_common.out_console())
 
 
-@sim_app.command("run")
+_RUN_HELP = (
+    "Run a scenario on the simulated cluster.\n\n"
+    "The run always goes on to the scenario's end (or --until) and writes its outputs. If the "
+    "cluster refused any of the scenario's actions (a patch of an object that does not exist, a "
+    "manifest it finds invalid, a node selection that matches no node), the scenario did not "
+    "happen as written: the command then exits 2 with one line naming the scenario file and "
+    "each refused action (timeline entry, scenario time, what and why), unless --allow-refused."
+)
+
+
+@sim_app.command("run", help=_RUN_HELP)
 def sim_run(
     scenario: Annotated[
         str, typer.Argument(help="A bundled scenario's name (see `sim list`) or a YAML file.")
@@ -234,9 +247,17 @@ def sim_run(
         int | None,
         typer.Option(help="Seed for the simulation's randomness (default: the scenario's)."),
     ] = None,
+    allow_refused: Annotated[
+        bool,
+        typer.Option(
+            "--allow-refused",
+            help="Exit 0 even if the simulated cluster refused some of the scenario's actions "
+            "(they are listed in a warning on stderr instead of an error).",
+        ),
+    ] = False,
     force: _common.ForceOption = False,
 ) -> None:
-    """Run a scenario on the simulated cluster."""
+    """Run a scenario on the simulated cluster (see ``_RUN_HELP``)."""
     from kubemedic import simulating  # noqa: PLC0415
     from kubemedic.sim import scenarios  # noqa: PLC0415
 
@@ -264,12 +285,13 @@ def sim_run(
         force=force,
         hold=hold,
         seed=seed,
+        allow_refused=allow_refused,
     )
     try:
         simulating.run_scenario(
             options, console=_common.out_console(), err=err, progress=_common.progress(err)
         )
-    except scenarios.ScenarioError as exc:
+    except (scenarios.ScenarioError, simulating.RefusedError) as exc:
         raise _common._fail(str(exc)) from None
     except OSError as exc:
         raise _common._fail(str(exc)) from None

@@ -277,10 +277,11 @@ def test_a_failed_action_is_recorded_and_the_story_goes_on() -> None:
     )
     run.run()
     assert len(run.failures) == 2
-    assert run.failures[0].startswith(
+    assert str(run.failures[0]).startswith(
         "timeline[0]: patch Deployment shop/nope as kubectl-patch: 404"
     )
-    assert run.failures[1] == "timeline[1]: reboot: no node matches"
+    assert str(run.failures[1]) == "timeline[1]: reboot: no node matches"
+    assert [f.elapsed for f in run.failures] == [timedelta(minutes=1), timedelta(minutes=2)]
     assert run.progress().last == "still here"
 
 

@@ -20,10 +20,11 @@ from kubemedic.sim.scenarios.loading import (
     parse,
 )
 from kubemedic.sim.scenarios.spec import MAX_SECONDS
-from kubemedic.sim.scenarios.timeline import Progress, ScenarioRun, start
+from kubemedic.sim.scenarios.timeline import Failure, Progress, ScenarioRun, start
 
 __all__ = [
     "MAX_SECONDS",
+    "Failure",
     "Layout",
     "Progress",
     "Scenario",

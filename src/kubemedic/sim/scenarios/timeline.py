@@ -22,8 +22,11 @@ is given):
    sampled with the run's seeded source.
 
 An action that fails (a 404, a 422, a selection that matches no node) is recorded in
-:attr:`ScenarioRun.failures` and logged; the story goes on, as a human's failed ``kubectl``
-command would leave the cluster running.
+:attr:`ScenarioRun.failures` as a :class:`Failure` (which entry, when, what and why) and logged;
+the story goes on, as a human's failed ``kubectl`` command would leave the cluster running. So
+do an object of ``objects`` the API refuses (``setup``) and a node pool's own writes that fail
+later (``pools``). The run then is not the scenario as written: ``sim run`` reports the failures
+at its end and exits 2 (see :mod:`kubemedic.simulating`).
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from kubemedic.sim.scenarios.spec import (
     selector_labels,
 )
 
-__all__ = ["Progress", "ScenarioRun", "Step", "start"]
+__all__ = ["Failure", "Progress", "ScenarioRun", "Step", "start"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,21 @@ class Step:
     elapsed: timedelta
     index: int
     text: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A write or action the cluster refused. ``where`` is ``timeline[3]`` (that timeline entry),
+    ``setup`` (an object of ``objects``, or node pools being put in place) or ``pools`` (a node
+    pool's own writes while the story runs); ``elapsed`` is scenario time (zero for setup);
+    ``message`` says what was refused and why (``reboot: no node matches``)."""
+
+    where: str
+    elapsed: timedelta
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -134,17 +152,20 @@ class ScenarioRun:
         self.origin: datetime = self.sim.now()
         self.end: datetime = self.origin + timedelta(seconds=scenario.duration)
         self.steps: list[Step] = []
-        self.failures: list[str] = []
+        self.failures: list[Failure] = []
         self.total = 0
+        self._setting_up = True
+        self._acting = -1  # the timeline entry being done, whose pool writes fail in its name
         self._clients: dict[str, Client] = {}
         self._pools = nodepools.NodePools(
             scenario,
             cluster,
             random=self.random,
             client=self._client,
-            fail=lambda message: self._fail(-1, message),
+            fail=lambda message: self._fail(self._acting, message),
         )
         self._setup()
+        self._setting_up = False
         if until is not None:
             self.end = self.origin + until
 
@@ -237,6 +258,7 @@ class ScenarioRun:
         return fire
 
     def _do(self, index: int, action: Any) -> None:
+        self._acting = index
         try:
             text = self._perform(action)
         except errors.StatusError as exc:
@@ -245,13 +267,20 @@ class ScenarioRun:
         except LookupError as exc:
             self._fail(index, f"{_describe(action)}: {exc}")
             text = f"{_describe(action)} (failed)"
+        finally:
+            self._acting = -1
         self.steps.append(Step(self.elapsed(), index, action.note or text))
         log.info("scenario %s +%s: %s", self.scenario.name, self.elapsed(), action.note or text)
 
     def _fail(self, index: int, message: str) -> None:
-        where = f"timeline[{index}]" if index >= 0 else "setup"
-        self.failures.append(f"{where}: {message}")
-        log.warning("scenario %s: %s: %s", self.scenario.name, where, message)
+        if index >= 0:
+            failure = Failure(f"timeline[{index}]", self.elapsed(), message)
+        elif self._setting_up:
+            failure = Failure("setup", timedelta(0), message)
+        else:
+            failure = Failure("pools", self.elapsed(), message)
+        self.failures.append(failure)
+        log.warning("scenario %s: %s", self.scenario.name, failure)
 
     def _perform(self, action: Any) -> str:
         if isinstance(action, Apply):

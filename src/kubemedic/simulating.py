@@ -18,7 +18,7 @@ in the API.
 
 An action the emulator refuses (a patch of an object that does not exist, a manifest it finds
 invalid, a node selection that matches no node; see ``ScenarioRun.failures``) means the cluster
-did not live the scenario as written. The run still goes to its end and writes every output it
+did not live the scenario as written. The run still goes on to its end and writes every output it
 was asked for, and then :func:`run_scenario` raises :class:`RefusedError`: one line naming the
 scenario file and each refused action (timeline entry, scenario time, what and why). With
 ``allow_refused`` it prints that line as a warning on ``err`` and returns instead. The timeline
@@ -113,9 +113,9 @@ def run_scenario(
     scenario = scenarios.load(options.scenario)
     if options.until is not None:
         scenarios.check_until(scenario, options.until)
-    started = time.perf_counter()
     with _timeline_log_held():
         run = scenarios.ScenarioRun(scenario, seed=options.seed, until=options.until)
+        started = time.perf_counter()
         _play(run, options, err=err, progress=progress, started=started)
     wall = time.perf_counter() - started
     simulated = run.elapsed().total_seconds()
@@ -135,7 +135,7 @@ def run_scenario(
         message = _refused_message(options.scenario, run.failures)
         if not options.allow_refused:
             raise RefusedError(
-                f"{message} (the run went on to its end and wrote its outputs; "
+                f"{message} (the run went on and wrote its outputs; "
                 "--allow-refused accepts refused actions)",
                 run,
             )

@@ -332,8 +332,8 @@ def test_refused_actions_exit_2_naming_each_after_the_outputs_are_written(
     assert '404 NotFound: deployments.apps "nope" not found; ' in line
     assert (
         "; timeline[1] at 00:02:00 (and 4 more times, the last at 00:10:00): reboot: no node "
-        "matches (the run went on to its end and wrote its outputs; --allow-refused accepts "
-        "refused actions)"
+        "matches (the run went on and wrote its outputs; --allow-refused accepts refused "
+        "actions)"
     ) in line
     assert "timeline[2]" not in line
     # Nothing lost: the run went to its end and the snapshot was written.
@@ -365,3 +365,18 @@ def test_no_bundled_scenario_has_a_refused_action(
     with pytest.raises(SystemExit) as done:
         main(["sim", "run", info.name, "--until", f"{until.total_seconds():.0f}s"])
     assert (done.value.code, capsys.readouterr().err) == (0, "")
+
+
+def test_many_refused_actions_are_still_one_line_listing_the_first_five(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    story = tmp_path / "many.yaml"
+    misses = "".join(
+        f'  - {{at: {minute}m, action: reboot, nodes: {{selector: "team=t{minute}"}}}}\n'
+        for minute in range(1, 8)
+    )
+    story.write_text(REFUSED_STORY.partition("objects:")[0] + "timeline:\n" + misses)
+    err = _refused(capsys, str(story))
+    assert f"{story}: 7 scenario actions refused by the simulated cluster" in err
+    assert "timeline[4] at 00:05:00: reboot: no node matches; and 2 more (the run went on" in err
+    assert "timeline[5]" not in err

@@ -7,7 +7,8 @@ Every :data:`CHECK_PERIOD` (10 s) it looks at the host:
 
 - **Down** (powered off, booting) it does nothing; **unreachable** (a network or control-plane
   fault) it cannot write to the API, so its heartbeat goes stale, but self-repair still acts.
-- **Conditions** (:mod:`.contract`): ``KubemedicAgentReady=True`` (``KubemedicAgentRunning``),
+- **Conditions** (:mod:`kubemedic.model.agentcontract`): ``KubemedicAgentReady=True``
+  (``KubemedicAgentRunning``),
   ``KubeletUnhealthy`` (``True`` with ``KubeletStopped`` or ``KubeletHung``, else ``False``
   ``KubeletHealthy``), ``ContainerRuntimeUnhealthy`` (``True`` with ``ContainerRuntimeHung``, else
   ``False`` ``ContainerRuntimeHealthy``), written by a strategic merge patch of ``nodes/status``
@@ -15,8 +16,9 @@ Every :data:`CHECK_PERIOD` (10 s) it looks at the host:
   :data:`HEARTBEAT` (30 s; :class:`AgentSettings` ``heartbeat``), each with a new
   ``lastHeartbeatTime`` (``lastTransitionTime`` moves only with ``status``).
 - **Requests**: a new ``kubemedic.io/agent-request`` annotation is judged by
-  :func:`.contract.judge` and answered with ``kubemedic.io/agent-ack`` (a merge patch of the
-  Node's annotations, ``kubemedic-agent``) and an Event (component ``kubemedic-agent``):
+  :func:`~kubemedic.model.agentcontract.judge` and answered with ``kubemedic.io/agent-ack``
+  (a merge patch of the Node's annotations, ``kubemedic-agent``) and an Event (component
+  ``kubemedic-agent``):
   ``restart-kubelet`` / ``restart-runtime`` run ``Host.restart_kubelet`` / ``restart_runtime``
   (ack ``done``, ``Normal KubemedicAgentRestarted``); ``reboot`` acks ``accepted`` and records
   ``Normal KubemedicAgentRebooting`` before ``Host.reboot``; a refusal acks ``refused`` with the
@@ -41,7 +43,7 @@ from datetime import datetime
 
 import orjson
 
-from kubemedic.sim.cluster.agent import contract
+from kubemedic.model import agentcontract as contract
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation, Timer
 from kubemedic.sim.cluster.runtime.hosts import Host, Hosts

@@ -36,7 +36,9 @@ __all__ = [
     "AGENT_MANAGER",
     "AGENT_READY",
     "CONTROLLER_MANAGER",
+    "GAVE_UP_REASONS",
     "GIVING_UP",
+    "KUBELET_GAVE_UP",
     "KUBELET_UNHEALTHY",
     "MAX_AGE",
     "RATE_LIMIT",
@@ -45,6 +47,7 @@ __all__ = [
     "REFUSED",
     "REQUEST_ANNOTATION",
     "RESTARTED",
+    "RUNTIME_GAVE_UP",
     "RUNTIME_UNHEALTHY",
     "Request",
     "annotation_owners",
@@ -65,6 +68,12 @@ REFUSED = "KubemedicAgentRefused"
 REBOOTING = "KubemedicAgentRebooting"
 #: Self-repair stopped restarting a daemon after its limit (a Warning; a person must look).
 GIVING_UP = "KubemedicAgentGivingUp"
+#: The reasons of ``KubeletUnhealthy``/``ContainerRuntimeUnhealthy`` once the agent gave up
+#: restarting the daemon: a restart is known not to help, so the controller starts its ladder
+#: at the next step (a reboot).
+KUBELET_GAVE_UP = "KubeletRepairFailed"
+RUNTIME_GAVE_UP = "ContainerRuntimeRepairFailed"
+GAVE_UP_REASONS = frozenset({KUBELET_GAVE_UP, RUNTIME_GAVE_UP})
 ACTIONS = ("restart-kubelet", "restart-runtime", "reboot")
 #: The states of an acknowledgement (docs/repair.md, "Acknowledgements").
 ACK_STATES = ("accepted", "done", "failed", "refused")

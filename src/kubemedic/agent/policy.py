@@ -17,7 +17,8 @@ script then kills the daemon and sleeps, and loops so forever, the agent restart
 - **its back-off has run out**: the n-th restart waits ``cooldown * backoff**(n-1)`` after the
   previous one (at most ``max_backoff``);
 - **it was restarted fewer than ``max_restarts`` times** since it was last healthy for
-  ``stable``. After that the agent **gives up**: it stops restarting, reports the daemon's
+  ``stable``. When the last restart has had its back-off's time to work and the daemon still
+  fails, the agent **gives up**: it stops restarting, reports the daemon's
   condition with reason ``KubeletRepairFailed``/``ContainerRuntimeRepairFailed`` and a Warning
   Event, and the repair controller's ladder goes on with a reboot (docs/repair.md). A daemon
   healthy again for ``stable`` (or a new boot) starts the count over.
@@ -179,6 +180,16 @@ def decide(
             _condition(rules, state, unit),
         )
     if len(state.restarts) >= rules.max_restarts:
+        wait = backoff_delay(rules, len(state.restarts))
+        if state.restarts and now - state.restarts[-1] < wait:
+            return Verdict(
+                state,
+                "none",
+                f"restart {len(state.restarts)} of {rules.unit} was "
+                f"{_ago(now - state.restarts[-1])} ago: giving it {_ago(wait)} to recover "
+                "before giving up",
+                _condition(rules, state, unit),
+            )
         gave = replace(state, gave_up=True)
         return Verdict(
             gave,

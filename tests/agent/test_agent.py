@@ -325,3 +325,25 @@ def test_healthz_follows_the_checks(served: Served, tmp_path: Path) -> None:
         assert 'kubemedic_agent_probes_total{daemon="kubelet",result="healthy"} 1.0' in text
 
     run_agent(served, tmp_path, body, config=replace(AgentConfig(), state_file=str(tmp_path / "s")))
+
+
+def test_self_repair_goes_on_while_the_api_server_fails(served: Served, tmp_path: Path) -> None:
+    """Checks and restarts need no API server: with every API call failing (500s from the
+    emulator's fault injection), a hung kubelet is still restarted; the Events and conditions
+    that could not be written are counted, and written again once the server is back."""
+
+    async def body(agent: Agent, host: FakeHost, clock: Clock, api: Api) -> None:
+        host.kubelet.healthy = False
+        host.kubelet.started_at = clock() - timedelta(hours=1)
+        served.emulator.call(lambda: served.emulator.server.faults.update({"error_rate": 1.0}))
+        verdict = await agent.check("kubelet", clock.tick(10))
+        assert verdict.act == "restart"
+        assert host.restarted == ["kubelet.service"]
+        text = agent.metrics.exposition().decode()
+        assert 'kubemedic_agent_api_errors_total{operation="event"}' in text
+        served.emulator.call(lambda: served.emulator.server.faults.update({"error_rate": 0.0}))
+        await agent.check("kubelet", clock.tick(10))
+        assert await agent.report(clock.tick(1))
+
+    run_agent(served, tmp_path, body)
+    assert conditions(served)[contract.KUBELET_UNHEALTHY]["status"] == "False"

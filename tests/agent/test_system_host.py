@@ -99,9 +99,11 @@ def executable(path: Path, text: str) -> Path:
 
 def test_reboot_runs_the_reboot_command(tmp_path: Path) -> None:
     marker = tmp_path / "rebooted"
-    command = executable(tmp_path / "reboot", f'#!/bin/sh\necho "$@" > {marker}\n')
+    command = executable(
+        tmp_path / "reboot", f'#!/bin/sh\necho "$@" "$SYSTEMD_IGNORE_CHROOT" > {marker}\n'
+    )
     SystemHost(SystemSettings(reboot_command=(str(command), "--now"))).reboot()
-    assert marker.read_text() == "--now\n"
+    assert marker.read_text() == "--now 1\n"
 
 
 def test_reboot_goes_through_the_command_prefix(tmp_path: Path) -> None:

@@ -196,7 +196,8 @@ FAKE_SYSTEMCTL = """\
 import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["RECORD"], "a") as out:
-    out.write(json.dumps({"argv": args, "tz": os.environ.get("TZ")}) + "\\n")
+    seen = {name: os.environ.get(name) for name in ("TZ", "LC_ALL", "SYSTEMD_IGNORE_CHROOT")}
+    out.write(json.dumps({"argv": args, "env": seen}) + "\\n")
 if os.environ.get("OLD") and any(a.startswith("--timestamp") for a in args):
     print("systemctl: unrecognized option '--timestamp=unix'", file=sys.stderr)
     sys.exit(1)
@@ -249,7 +250,8 @@ def test_show_passes_one_argument_each_with_the_unit_after_a_double_dash(
         "--",
         "kubelet.service",
     ]
-    assert call["tz"] == "UTC"
+    # UTC timestamps, C messages, and no "Running in chroot, ignoring request" in a host-PID pod
+    assert call["env"] == {"TZ": "UTC", "LC_ALL": "C", "SYSTEMD_IGNORE_CHROOT": "1"}
 
 
 def test_a_systemctl_older_than_248_is_asked_again_without_unix_timestamps(

@@ -74,7 +74,8 @@ class SystemHost:
         return text
 
     def reboot(self) -> None:
-        """Run ``settings.reboot_command`` (after ``settings.command_prefix``); returns when it
-        exits with status 0, which for ``systemctl reboot`` means the reboot job is queued."""
+        """Run ``settings.reboot_command`` (after ``settings.command_prefix``, in systemctl's
+        environment); returns when it exits with status 0, which for ``systemctl reboot`` means
+        the reboot job is queued."""
         argv = [*self.settings.command_prefix, *self.settings.reboot_command]
-        running.run(argv, timeout=self.settings.reboot_timeout)
+        running.run(argv, timeout=self.settings.reboot_timeout, env=Systemctl.environment())

@@ -2,8 +2,11 @@
 
 ``systemctl`` is run with an argument list, the unit name after ``--`` and checked against
 systemd's own rules first (:func:`unit_name_problem`), so no name can be read as an option or
-reach a shell. Its environment pins ``TZ=UTC`` and ``LC_ALL=C``: timestamps and messages read
-the same on every node.
+reach a shell. Its environment pins ``TZ=UTC`` and ``LC_ALL=C``, so timestamps and messages
+read the same on every node, and sets ``SYSTEMD_IGNORE_CHROOT=1``: in a pod with the host's PID
+namespace, ``/proc/1/root`` is the host's root, not the container's, and without it systemctl
+takes itself for chrooted and answers ``restart`` and ``reboot`` with "Running in chroot,
+ignoring request." and exit status 0, doing nothing.
 
 The state is ``systemctl show --property=... --timestamp=unix -- UNIT``. ``--timestamp=unix``
 (systemd 248 and later) prints timestamps as ``@1700000000``; an older ``systemctl`` refuses the
@@ -181,8 +184,15 @@ class Systemctl:
 
     @staticmethod
     def environment() -> dict[str, str]:
-        """This process's environment with UTC timestamps, C messages and no colours."""
-        return {**os.environ, "TZ": "UTC", "LC_ALL": "C", "SYSTEMD_COLORS": "0"}
+        """This process's environment with UTC timestamps, C messages, no colours, and no
+        chroot detection (which a pod with the host's PID namespace would trip)."""
+        return {
+            **os.environ,
+            "TZ": "UTC",
+            "LC_ALL": "C",
+            "SYSTEMD_COLORS": "0",
+            "SYSTEMD_IGNORE_CHROOT": "1",
+        }
 
     def show_argv(self, unit: str) -> list[str]:
         stamps = ["--timestamp=unix"] if self.unix_timestamps else []

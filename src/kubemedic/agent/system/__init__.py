@@ -14,7 +14,7 @@ operation, and every failure to carry one out is a :class:`~kubemedic.agent.host
 - :mod:`.healthz`: the kubelet probe, ``GET /healthz`` on its local port;
 - :mod:`.machine`: :class:`SystemHost`, which puts them together with the boot ID and reboot.
 
-docs/agent-host.md lists what each call runs and what the DaemonSet must mount for it.
+docs/agent.md ("Host access") lists what each call runs and what the DaemonSet must mount for it.
 
 May import: :mod:`kubemedic.agent.host`, :mod:`kubemedic.model`, :mod:`kubemedic.errors`,
 ``grpc``; never the agent's policy or daemon, the simulator or test support.

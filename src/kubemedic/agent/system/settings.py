@@ -2,7 +2,7 @@
 
 The defaults fit a kubeadm node with containerd, the agent running in a privileged DaemonSet
 with ``hostPID: true``. Reaching the host's systemd from inside a container takes one of two
-things (docs/agent-host.md):
+things (docs/agent.md ("Host access")):
 
 - ``command_prefix = ("nsenter", "--target", "1", "--mount", "--")``: each ``systemctl`` (and
   the reboot command) runs in the host's mount namespace, so it finds the host's binary, its

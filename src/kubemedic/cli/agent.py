@@ -123,6 +123,7 @@ def _print(done: Round) -> int:
             f"{condition.message}; {verdict.act}: {verdict.reason}",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
     if done.answer is not None:
         answer = done.answer
@@ -130,6 +131,7 @@ def _print(done: Round) -> int:
             f"request {answer.id} ({answer.action}): {answer.state}: {answer.message}",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
     return 1 if unhealthy else 0
 

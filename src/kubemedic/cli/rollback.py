@@ -73,9 +73,8 @@ def render(
         written = rendering.write(chosen, out, force=force)
     except OutputError as error:
         raise _fail(str(error)) from None
-    console = out_console()
     for path in written:
-        console.print(f"wrote {path}", highlight=False)
+        typer.echo(f"wrote {path}")
 
 
 @rollback_app.command("verify")

@@ -198,9 +198,11 @@ def tmpfs_size_option(size: str, *, where: str = "tmpfsSize") -> str:
             raise SpecError(f"{where}: {size!r}: expected a whole percent of RAM from 1% to 100%")
         return f"{int(number)}%"
     try:
-        amount = parse_quantity(text, where=where).value
-    except QuantityError as error:
-        raise SpecError(f"{error} or a percent of RAM such as 10%") from None
+        amount = parse_quantity(text).value
+    except QuantityError:
+        raise SpecError(
+            f"{where}: {size!r}: expected a quantity (512Mi, 2Gi, 1G) or a percent of RAM (10%)"
+        ) from None
     if amount < 1 << 20:
         raise SpecError(f"{where}: {size!r}: expected at least 1Mi (the tmpfs holds every change)")
     return str(int(amount if amount.denominator == 1 else Fraction(int(amount) + 1)))
@@ -217,11 +219,11 @@ def _path(value: object, where: str) -> str:
             f"{where}: {value!r}: only letters, digits and . _ / + @ - are allowed "
             "(OverlayFS mount options cannot carry commas, colons or spaces)"
         )
+    if path == "/":
+        raise SpecError(f"{where}: '/': the root itself cannot be overlaid, kept or bound")
     parts = path.split("/")[1:]
     if "" in parts or "." in parts or ".." in parts:
         raise SpecError(f"{where}: {value!r}: expected a canonical path (no //, . or ..)")
-    if path == "/":
-        raise SpecError(f"{where}: '/': the root itself cannot be overlaid, kept or bound")
     for system in _FORBIDDEN:
         if _within(path, system):
             raise SpecError(

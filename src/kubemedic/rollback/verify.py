@@ -114,13 +114,14 @@ def verify(spec: RollbackSpec, *, echo: Callable[[str], None], keep_tree: bool =
         except OSError as error:
             raise VerifyUnavailable(f"cannot start unshare: {error.strerror or error}") from None
         last = ""
-        assert child.stdout is not None
-        for line in child.stdout:
-            text = line.rstrip("\n")
-            if text.strip():
-                last = text.strip()
-            echo(text)
-        code = child.wait()
+        with child:
+            assert child.stdout is not None
+            for line in child.stdout:
+                text = line.rstrip("\n")
+                if text.strip():
+                    last = text.strip()
+                echo(text)
+            code = child.wait()
     finally:
         if keep_tree:
             echo(f"work directory kept: {workdir}")

@@ -155,7 +155,9 @@ def test_render_writes_the_files_and_the_spec_reads_back(
 ) -> None:
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(
-        "overlay: [/etc, /var]\nkeep: [/etc/kubernetes, /var/lib/kubelet, /var/lib/containerd, /var/log]\nbinds: [{source: /srv/persist/ssh, target: /etc/ssh}]\ntmpfsSize: 1Gi\n",
+        "overlay: [/etc, /var]\n"
+        "keep: [/etc/kubernetes, /var/lib/kubelet, /var/lib/containerd, /var/log]\n"
+        "binds: [{source: /srv/persist/ssh, target: /etc/ssh}]\ntmpfsSize: 1Gi\n",
         encoding="utf-8",
     )
     out = tmp_path / "out"

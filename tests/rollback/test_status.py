@@ -72,7 +72,7 @@ def test_mountinfo_lines_are_read_with_their_escapes() -> None:
 def test_status_of_a_crafted_table_lists_what_a_reboot_throws_away(
     tmp_path: Path, root_only: None
 ) -> None:
-    text, upper = crafted(tmp_path)
+    text, _ = crafted(tmp_path)
     status = read_status(text)
     (overlay,) = status.overlays
     assert overlay.mountpoint == "/my etc"

@@ -326,21 +326,7 @@ def test_a_replayed_id_is_refused_and_the_acknowledgement_on_the_node_stays(
     play(kind, tmp_path, body)
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        "simulated",
-        pytest.param(
-            "real",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="kubemedic.agent remembers only the ids it carried out (memory.answered) "
-                "and the id of the ack on the Node: an id it refused before is judged afresh "
-                "once another ack replaced it",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("kind", AGENTS)
 def test_an_id_refused_before_is_refused_again(kind: str, tmp_path: Path) -> None:
     async def body(rig: Rig) -> None:
         await rig.run_for(SETTLED)

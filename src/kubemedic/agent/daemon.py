@@ -302,6 +302,8 @@ class Agent:
     ) -> Answer:
         LOG.warning("refused request %s (%s): %s", request.id, request.action, reason)
         self.metrics.request(request.action or "unknown", "refused")
+        self.memory.refuse(request.id)
+        self._remember()
         if write_ack:
             await self._ack(request, "refused", reason, now)
         await self._event(

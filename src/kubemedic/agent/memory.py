@@ -2,8 +2,9 @@
 
 One small JSON file (``agent.stateFile``, on a hostPath so it outlives the Pod):
 
-- ``answered``: the ids of the requests answered (the last :data:`KEEP_IDS`), so a request is
-  carried out at most once even when the agent restarts between reading and acknowledging it;
+- ``answered``: the ids of the requests answered, carried out or refused (the last
+  :data:`KEEP_IDS`), so a request is carried out at most once even when the agent restarts
+  between reading and acknowledging it, and an id refused once stays refused;
 - ``actions``: when the agent carried out a request (the rate limit's history);
 - ``daemons``: per daemon, its restarts and whether the agent gave up, with the boot they belong
   to (a new boot starts the count over).
@@ -45,11 +46,15 @@ class Memory:
 
     def answer(self, request_id: str, now: datetime) -> None:
         """Remember ``request_id`` as answered and ``now`` as an action carried out."""
-        if request_id not in self.answered:
-            self.answered.append(request_id)
-        del self.answered[:-KEEP_IDS]
+        self.refuse(request_id)
         self.actions.append(now)
         del self.actions[:-KEEP_IDS]
+
+    def refuse(self, request_id: str) -> None:
+        """Remember ``request_id`` as answered without an action: a refused id stays refused."""
+        if request_id and request_id not in self.answered:
+            self.answered.append(request_id)
+        del self.answered[:-KEEP_IDS]
 
 
 def load(path: Path) -> Memory:

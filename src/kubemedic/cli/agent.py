@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kubemedic.cli._common import _fail, out_console
+from kubemedic.cli._common import ContextOption, KubeconfigOption, _fail, out_console
 
 if TYPE_CHECKING:
     from kubemedic.agent.host import Host
@@ -37,11 +37,8 @@ def agent(
         Path | None,
         typer.Option("--config", "-c", help="YAML file with an agent: section (docs/agent.md)."),
     ] = None,
-    kubeconfig: Annotated[
-        Path | None,
-        typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)."),
-    ] = None,
-    context: Annotated[str | None, typer.Option(help="kubeconfig context to use.")] = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     listen: Annotated[
         str, typer.Option(help="Address of /metrics and /healthz (HOST:PORT).")
     ] = "0.0.0.0:9810",

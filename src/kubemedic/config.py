@@ -81,7 +81,12 @@ class Settings:
     #: The ``repair:`` section as written (read by :mod:`kubemedic.repair.settings`), with
     #: where it came from for messages.
     repair: Mapping[str, Any] | None = None
+    #: The ``agent:`` section as written (read by :mod:`kubemedic.agent.settings`).
+    agent: Mapping[str, Any] | None = None
     source: str = ""
+
+
+_SECTIONS = ("agent", "checks", "disabled", "repair")
 
 
 def _snake(name: str) -> str:
@@ -118,12 +123,14 @@ def settings_from(raw: Any, *, source: str) -> Settings:
             f"{source}: expected a mapping with 'checks' and/or 'disabled', got {_kind(raw)}"
         )
     for key in raw:
-        if key not in ("checks", "disabled", "repair"):
-            known = ["checks", "disabled", "repair"]
-            raise ConfigError(f"{source}: {_unknown(key, known, 'key')}")
-    repair = raw.get("repair")
-    if repair is not None and not isinstance(repair, Mapping):
-        raise ConfigError(f"{source}: repair: expected a mapping of settings, got {_kind(repair)}")
+        if key not in _SECTIONS:
+            raise ConfigError(f"{source}: {_unknown(key, _SECTIONS, 'key')}")
+    for section in ("repair", "agent"):
+        value = raw.get(section)
+        if value is not None and not isinstance(value, Mapping):
+            raise ConfigError(
+                f"{source}: {section}: expected a mapping of settings, got {_kind(value)}"
+            )
     disabled = raw.get("disabled") or []
     if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
         raise ConfigError(f"{source}: 'disabled' must be a list of check names")
@@ -136,7 +143,13 @@ def settings_from(raw: Any, *, source: str) -> Settings:
     for name, values in sections.items():
         spec = _known(name, where=f"{source}: checks")
         configs[spec.name] = _dataclass(values, spec.config_type, where=f"{source}: checks.{name}")
-    return Settings(configs=configs, disabled=frozenset(disabled), repair=repair, source=source)
+    return Settings(
+        configs=configs,
+        disabled=frozenset(disabled),
+        repair=raw.get("repair"),
+        agent=raw.get("agent"),
+        source=source,
+    )
 
 
 def read_section(

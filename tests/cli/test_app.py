@@ -56,6 +56,10 @@ def test_the_app_has_the_commands_of_every_group() -> None:
         ("incidents", "export"),
         ("nodes", "release"),
         ("config", "show-defaults"),
+        ("agent",),
+        ("rollback", "render"),
+        ("rollback", "verify"),
+        ("rollback", "status"),
     }
 
 

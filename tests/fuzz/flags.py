@@ -82,6 +82,10 @@ def context(path: tuple[str, ...]) -> tuple[str, ...]:
         return ("abc", "--db", "{d}/kubemedic.db")
     if path == ("nodes", "release"):  # never a real cluster: a kubeconfig that is not there
         return ("worker-1", "--kubeconfig", "{d}/no-kubeconfig", "--db", "{d}/kubemedic.db")
+    if path == ("agent",):  # one round, never a real cluster
+        return ("--once", "--node", "worker-1", "--kubeconfig", "{d}/no-kubeconfig")
+    if path == ("rollback", "render"):
+        return ("--out", "{d}/rendered")
     return ()
 
 

@@ -1,10 +1,11 @@
 """The ``kubemedic`` command line: the app, its global options, and its command groups.
 
 One module per command group (``scan`` with ``checks``, ``sim``, ``demo``, ``archive`` for
-``events`` and ``oom``, ``daemon`` for ``run``, ``incidents``, ``nodes`` for node repair),
-sharing ``_common``; each imports what its commands need when they run, so start-up (and
-``--version``) loads typer and the command definitions only. The command modules never import
-this package's own names.
+``events`` and ``oom``, ``daemon`` for ``run``, ``incidents``, ``nodes`` for node repair,
+``agent`` for the node agent, ``rollback`` for the filesystem rollback kit), sharing
+``_common``; each imports what its commands need when they run, so start-up (and ``--version``)
+loads typer and the command definitions only. The command modules never import this package's
+own names.
 
 Exit codes everywhere: 0 when nothing is at or above ``--fail-on``, 1 when something is, 2 for a
 usage or input error or a cluster or archive kubemedic could not use (one line naming the file,
@@ -29,7 +30,18 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from kubemedic._version import __version__
-from kubemedic.cli import _common, archive, daemon, demo, incidents, nodes, scan, sim
+from kubemedic.cli import (
+    _common,
+    agent,
+    archive,
+    daemon,
+    demo,
+    incidents,
+    nodes,
+    rollback,
+    scan,
+    sim,
+)
 from kubemedic.errors import KubemedicError
 
 __all__ = ["app", "main"]
@@ -76,7 +88,7 @@ def _root(
 
 
 # In the order `kubemedic --help` lists them.
-for _group in (scan, sim, demo, archive, daemon, incidents, nodes):
+for _group in (scan, sim, demo, archive, daemon, incidents, nodes, agent, rollback):
     _group.register(app)
 
 

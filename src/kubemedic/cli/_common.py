@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
     from kubemedic.output.progress import Progress
 
 __all__ = [
+    "ContextOption",
     "ForceOption",
+    "KubeconfigOption",
     "OutputFormat",
     "_fail",
     "begin",
@@ -42,6 +45,20 @@ ForceOption = Annotated[
     ),
 ]
 """``--force`` of every command that writes a file the user names (see ``output.files``)."""
+
+KubeconfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig",
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster).",
+    ),
+]
+"""``--kubeconfig`` of every command that talks to a cluster (resolved as kubectl does)."""
+
+ContextOption = Annotated[
+    str | None, typer.Option("--context", help="kubeconfig context to use (default: current).")
+]
+"""``--context`` beside ``--kubeconfig``."""
 
 
 class OutputFormat(enum.StrEnum):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kubemedic.cli._common import _fail
+from kubemedic.cli._common import ContextOption, KubeconfigOption, _fail
 from kubemedic.errors import InputError
 from kubemedic.model.durations import DurationError, parse_duration
 
@@ -57,11 +57,8 @@ def run(
             "(default: $KUBEMEDIC_DB or kubemedic.db)."
         ),
     ] = None,
-    kubeconfig: Annotated[
-        Path | None,
-        typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)."),
-    ] = None,
-    context: Annotated[str | None, typer.Option(help="kubeconfig context to use.")] = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     cluster: Annotated[
         str | None, typer.Option(help="Name recorded for this cluster (default: the context's).")
     ] = None,

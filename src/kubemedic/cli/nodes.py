@@ -21,13 +21,12 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
 from kubemedic.cli import archive as archive_cli
-from kubemedic.cli._common import OutputFormat, _fail, out_console
+from kubemedic.cli._common import ContextOption, KubeconfigOption, OutputFormat, _fail, out_console
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -262,16 +261,8 @@ def nodes(
 def release(
     node: Annotated[str, typer.Argument(help="The quarantined node to release.")],
     *,
-    kubeconfig: Annotated[
-        Path | None,
-        typer.Option(
-            "--kubeconfig",
-            help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster).",
-        ),
-    ] = None,
-    context: Annotated[
-        str | None, typer.Option("--context", help="The kubeconfig context (default: current).")
-    ] = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     db: archive_cli.DbOption = None,
     cluster: Annotated[
         str | None,

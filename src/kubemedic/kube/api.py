@@ -388,6 +388,7 @@ class Api:
         timeout_seconds: int = 300,
         bookmarks: bool = True,
         namespace: str | None = None,
+        field_selector: str = "",
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield raw ``WatchEvent`` objects (``type``, ``object``) until the server ends the
         stream. An ``ERROR`` event is raised as ``ApiError`` (``Gone`` for an expired
@@ -396,6 +397,8 @@ class Api:
         params: dict[str, str] = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
         if bookmarks:
             params["allowWatchBookmarks"] = "true"
+        if field_selector:
+            params["fieldSelector"] = field_selector
         if resource_version is not None:
             params["resourceVersion"] = resource_version
         request = self._http.build_request(

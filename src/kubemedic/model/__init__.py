@@ -3,15 +3,17 @@
 Quantities and resources, field paths and managedFields, owners and placement (node affinity,
 taints), scheduling messages, events and evictions as the kubelet words them, node liveness
 (the Lease and the status heartbeat, as the node lifecycle controller reads them), durations and
-times (one parser, one kubectl-style age), names and label selectors (the one parser), the
-``ClusterView`` the checks read, and a file's type in words from a ``stat`` mode (``filemodes``,
-for the readers and writers of files that refuse a pipe or a device). No I/O: nothing here reads
-a file, a socket or a clock.
+times (one parser, one kubectl-style age), the node agent's contract with the repair controller
+(names, requests and the rule for carrying one out), names and label selectors (the one
+parser), the ``ClusterView`` the checks read, and a file's type in words from a ``stat`` mode
+(``filemodes``, for the readers and writers of files that refuse a pipe or a device). No I/O:
+nothing here reads a file, a socket or a clock.
 
 May import: :mod:`kubemedic.errors` only (import-linter holds this).
 """
 
 __all__ = [
+    "agentcontract",
     "containers",
     "durations",
     "events",

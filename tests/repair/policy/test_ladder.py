@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from datetime import timedelta
 
+from kubemedic.model import agentcontract
 from kubemedic.repair.policy.records import Action, Kind, MachineRef, Power, Step
 from kubemedic.repair.policy.settings import RepairSettings
 
@@ -47,6 +48,22 @@ def test_a_runtime_hang_restarts_the_runtime() -> None:
     sick = node("w2", ready="False", since=DOWN, message="container runtime is down")
     (act,) = acts(round_([sick], SETTINGS, now=T0))
     assert act.action is Action.RESTART_RUNTIME
+
+
+def test_a_daemon_the_agent_gave_up_on_is_rebooted_not_restarted() -> None:
+    """The agent restarted it to its limit (reason ``KubeletRepairFailed`` or
+    ``ContainerRuntimeRepairFailed``): another restart will not help, the ladder starts at a
+    reboot."""
+    for kind, reason in (
+        ("KubeletUnhealthy", agentcontract.KUBELET_GAVE_UP),
+        ("ContainerRuntimeUnhealthy", agentcontract.RUNTIME_GAVE_UP),
+    ):
+        sick = node("w1", ready="Unknown", since=DOWN)
+        conditions = dict(sick.conditions)
+        conditions[kind] = replace(conditions[kind], status="True", reason=reason)
+        plan = round_([replace(sick, conditions=conditions)], SETTINGS, now=T0)
+        assert acts(plan)[0].action is Action.CORDON, reason
+        assert not [a for a in acts(plan) if a.action is Action.RESTART_KUBELET]
 
 
 def test_an_unreachable_agent_skips_the_restart_and_reboots() -> None:

@@ -18,7 +18,9 @@ heard from plus the grace period (:mod:`kubemedic.model.liveness`).
 
 **Cause.** What a repair should try first: ``kubelet`` (the agent reports ``KubeletUnhealthy``),
 ``runtime`` (the agent reports ``ContainerRuntimeUnhealthy``, or the kubelet itself says the
-container runtime is down), ``startup`` (never became Ready), else ``node``.
+container runtime is down), ``startup`` (never became Ready), else ``node``. A daemon the agent
+restarted to its limit (reason ``KubeletRepairFailed``/``ContainerRuntimeRepairFailed``) counts as
+``node``: another restart will not help, so the ladder starts at a reboot.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from kubemedic.model import liveness, timing
+from kubemedic.model import agentcontract, liveness, timing
 from kubemedic.repair.policy.records import Condition, NodeObservation
 from kubemedic.repair.policy.settings import ConditionRule, RepairSettings
 
@@ -150,8 +152,13 @@ def _trigger(rule: ConditionRule, condition: Condition) -> str:
 
 
 def _cause(node: NodeObservation, ready: Condition | None) -> str:
-    kubelet = node.condition("KubeletUnhealthy")
-    runtime = node.condition("ContainerRuntimeUnhealthy")
+    kubelet = node.condition(agentcontract.KUBELET_UNHEALTHY)
+    runtime = node.condition(agentcontract.RUNTIME_UNHEALTHY)
+    if any(
+        c is not None and c.status == "True" and c.reason in agentcontract.GAVE_UP_REASONS
+        for c in (kubelet, runtime)
+    ):
+        return "node"  # the agent restarted it to its limit: a restart will not help
     if runtime is not None and runtime.status == "True":
         return "runtime"
     if kubelet is not None and kubelet.status == "True":

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from kubemedic.kube.api import Api
+from kubemedic.model import agentcontract
 from kubemedic.model.documents import DocumentError, load_json
 from kubemedic.model.objects import format_time, parse_time
 from kubemedic.repair.policy.records import Action, Power
@@ -45,8 +46,8 @@ __all__ = [
 ]
 
 #: What the agent can be asked to do.
-AGENT_ACTIONS = frozenset({"restart-kubelet", "restart-runtime", "reboot"})
-ACK_STATES = frozenset({"accepted", "done", "failed", "refused"})
+AGENT_ACTIONS = frozenset(agentcontract.ACTIONS)
+ACK_STATES = frozenset(agentcontract.ACK_STATES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubemedic.kube.api import Api, Conflict
+from kubemedic.model import agentcontract
 
 __all__ = [
     "ACK_ANNOTATION",
@@ -36,9 +37,9 @@ __all__ = [
 ]
 
 #: The field manager of every write the controller makes (``kubemedic-agent`` is the agent's).
-FIELD_MANAGER = "kubemedic-repair"
-REQUEST_ANNOTATION = "kubemedic.io/agent-request"
-ACK_ANNOTATION = "kubemedic.io/agent-ack"
+FIELD_MANAGER = agentcontract.CONTROLLER_MANAGER
+REQUEST_ANNOTATION = agentcontract.REQUEST_ANNOTATION
+ACK_ANNOTATION = agentcontract.ACK_ANNOTATION
 REPAIR_ANNOTATION = "kubemedic.io/repair"
 QUARANTINED_LABEL = "kubemedic.io/quarantined"
 QUARANTINE_REASON_ANNOTATION = "kubemedic.io/quarantine-reason"

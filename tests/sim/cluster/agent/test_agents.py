@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from kubemedic.sim.cluster.agent import contract
+from kubemedic.model import agentcontract as contract
 from kubemedic.sim.cluster.agent.agents import AgentSettings, NodeAgents
 from kubemedic.sim.cluster.kubelet.kubelets import Kubelets
 from kubemedic.sim.cluster.runtime.client import Client

@@ -7,7 +7,8 @@ Every :data:`CHECK_PERIOD` (10 s) it looks at the host:
 
 - **Down** (powered off, booting) it does nothing; **unreachable** (a network or control-plane
   fault) it cannot write to the API, so its heartbeat goes stale, but self-repair still acts.
-- **Conditions** (:mod:`.contract`): ``KubemedicAgentReady=True`` (``KubemedicAgentRunning``),
+- **Conditions** (:mod:`kubemedic.model.agentcontract`): ``KubemedicAgentReady=True``
+  (``KubemedicAgentRunning``),
   ``KubeletUnhealthy`` (``True`` with ``KubeletStopped`` or ``KubeletHung``, else ``False``
   ``KubeletHealthy``), ``ContainerRuntimeUnhealthy`` (``True`` with ``ContainerRuntimeHung``, else
   ``False`` ``ContainerRuntimeHealthy``), written by a strategic merge patch of ``nodes/status``
@@ -15,13 +16,16 @@ Every :data:`CHECK_PERIOD` (10 s) it looks at the host:
   :data:`HEARTBEAT` (30 s; :class:`AgentSettings` ``heartbeat``), each with a new
   ``lastHeartbeatTime`` (``lastTransitionTime`` moves only with ``status``).
 - **Requests**: a new ``kubemedic.io/agent-request`` annotation is judged by
-  :func:`.contract.judge` and answered with ``kubemedic.io/agent-ack`` (a merge patch of the
-  Node's annotations, ``kubemedic-agent``) and an Event (component ``kubemedic-agent``):
+  :func:`~kubemedic.model.agentcontract.judge` and answered with ``kubemedic.io/agent-ack``
+  (a merge patch of the Node's annotations, ``kubemedic-agent``) and an Event (component
+  ``kubemedic-agent``):
   ``restart-kubelet`` / ``restart-runtime`` run ``Host.restart_kubelet`` / ``restart_runtime``
   (ack ``done``, ``Normal KubemedicAgentRestarted``); ``reboot`` acks ``accepted`` and records
   ``Normal KubemedicAgentRebooting`` before ``Host.reboot``; a refusal acks ``refused`` with the
-  reason and records ``Warning KubemedicAgentRefused``. Requests written while the agent could
-  not see the API are judged when it can (so one older than 5 minutes is refused as too old).
+  reason and records ``Warning KubemedicAgentRefused`` (a replay of the id acknowledged on the
+  Node keeps that acknowledgement and only records the Event). Requests written while the agent
+  could not see the API are judged when it can (so one older than 5 minutes is refused as too
+  old).
   The ids answered and the times of actions done live on the node's disk: they survive reboots.
 - **Self-repair** (off unless :class:`AgentSettings` ``self_repair``), as GKE's
   ``health-monitor.sh`` does: a daemon failing for ``grace`` is restarted, at most once per
@@ -41,7 +45,7 @@ from datetime import datetime
 
 import orjson
 
-from kubemedic.sim.cluster.agent import contract
+from kubemedic.model import agentcontract as contract
 from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation, Timer
 from kubemedic.sim.cluster.runtime.hosts import Host, Hosts
@@ -267,7 +271,10 @@ class NodeAgents:
             agent.answered[request.id] = None
         what = f"{request.action or 'request'} {request.id or '(no id)'}"
         if reason:
-            self._ack(node, request, "refused", reason)
+            # A replay of the id acknowledged on the Node leaves that acknowledgement: the
+            # controller may be reading it, and the request was answered.
+            if not (request.id and request.id == _acked_id(node)):
+                self._ack(node, request, "refused", reason)
             self.recorder.event(node, "Warning", contract.REFUSED, f"Refused {what}: {reason}")
             return True
         agent.actions.append(now)
@@ -347,6 +354,16 @@ class NodeAgents:
             host.restart_kubelet()
         else:
             host.restart_runtime()
+
+
+def _acked_id(node: Obj) -> str:
+    """The id of the acknowledgement on ``node`` ("" when there is none or it is unreadable)."""
+    text = (node["metadata"].get("annotations") or {}).get(contract.ACK_ANNOTATION)
+    try:
+        body = orjson.loads(text) if isinstance(text, str) else None
+    except orjson.JSONDecodeError:
+        return ""
+    return str(body.get("id") or "") if isinstance(body, dict) else ""
 
 
 def _conditions(host: Host) -> list[tuple[str, str, str, str]]:

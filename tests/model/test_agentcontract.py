@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kubemedic.sim.cluster.agent import contract
+from kubemedic.model import agentcontract as contract
 
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
 GOOD = '{"id": "3f0c", "action": "reboot", "requestedAt": "2026-12-02T09:58:00Z", "requester": "k"}'

@@ -21,22 +21,24 @@ answered, it is not older than :data:`MAX_AGE` and the rate limit (:data:`RATE_L
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import orjson
-
 from kubemedic.model.objects import parse_time
 
 __all__ = [
     "ACK_ANNOTATION",
+    "ACK_STATES",
     "ACTIONS",
     "AGENT_MANAGER",
     "AGENT_READY",
     "CONTROLLER_MANAGER",
+    "GAVE_UP_REASONS",
     "GIVING_UP",
+    "KUBELET_GAVE_UP",
     "KUBELET_UNHEALTHY",
     "MAX_AGE",
     "RATE_LIMIT",
@@ -45,11 +47,13 @@ __all__ = [
     "REFUSED",
     "REQUEST_ANNOTATION",
     "RESTARTED",
+    "RUNTIME_GAVE_UP",
     "RUNTIME_UNHEALTHY",
     "Request",
     "annotation_owners",
     "judge",
     "parse_request",
+    "written_at",
 ]
 
 AGENT_MANAGER = "kubemedic-agent"
@@ -64,7 +68,15 @@ REFUSED = "KubemedicAgentRefused"
 REBOOTING = "KubemedicAgentRebooting"
 #: Self-repair stopped restarting a daemon after its limit (a Warning; a person must look).
 GIVING_UP = "KubemedicAgentGivingUp"
+#: The reasons of ``KubeletUnhealthy``/``ContainerRuntimeUnhealthy`` once the agent gave up
+#: restarting the daemon: a restart is known not to help, so the controller starts its ladder
+#: at the next step (a reboot).
+KUBELET_GAVE_UP = "KubeletRepairFailed"
+RUNTIME_GAVE_UP = "ContainerRuntimeRepairFailed"
+GAVE_UP_REASONS = frozenset({KUBELET_GAVE_UP, RUNTIME_GAVE_UP})
 ACTIONS = ("restart-kubelet", "restart-runtime", "reboot")
+#: The states of an acknowledgement (docs/repair.md, "Acknowledgements").
+ACK_STATES = ("accepted", "done", "failed", "refused")
 MAX_AGE = timedelta(minutes=5)
 RATE_LIMIT = 3
 RATE_WINDOW = timedelta(hours=1)
@@ -85,8 +97,8 @@ def parse_request(text: str) -> Request:
     """The request in an annotation value; a malformed one has ``error`` set (and whatever id
     could be read, so the refusal names it)."""
     try:
-        body = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
         return Request("", "", None, error="the request is not a JSON object")
     if not isinstance(body, dict):
         return Request("", "", None, error="the request is not a JSON object")

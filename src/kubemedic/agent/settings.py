@@ -44,7 +44,15 @@ from kubemedic.agent.policy import KUBELET, RUNTIME, DaemonRules
 from kubemedic.checks.settings import number
 from kubemedic.config import ConfigError, Settings, read_section
 
-__all__ = ["AgentConfig", "DaemonConfig", "HostConfig", "load", "read", "rules_of"]
+__all__ = [
+    "AgentConfig",
+    "DaemonConfig",
+    "HostConfig",
+    "defaults_text",
+    "load",
+    "read",
+    "rules_of",
+]
 
 _UNIT = re.compile(r"^[A-Za-z0-9:_.@\\-]{1,250}\.(service|socket|target|scope)$")
 
@@ -168,3 +176,51 @@ def _rules(name: str, daemon: DaemonConfig) -> DaemonRules:
         max_backoff=daemon.max_backoff,
         stable=daemon.stable,
     )
+
+
+def defaults_text() -> str:
+    """The defaults as an ``agent:`` section (for ``kubemedic config show-defaults``)."""
+    d = AgentConfig()
+
+    def daemon(c: DaemonConfig) -> str:
+        return (
+            f"    unit: {c.unit}\n"
+            f"    period: {_d(c.period)}\n"
+            f"    timeout: {_d(c.timeout)}\n"
+            f"    startDelay: {_d(c.start_delay)}\n"
+            f"    failures: {c.failures}             # failed checks in a row: unhealthy\n"
+            f"    cooldown: {_d(c.cooldown)}          # the unit must have run this long first\n"
+            f"    maxRestarts: {c.max_restarts}          # then give up: the controller reboots\n"
+            f"    backoff: {c.backoff:g}              # restart n waits cooldown * backoff^(n-1)\n"
+            f"    maxBackoff: {_d(c.max_backoff)}\n"
+            f"    stable: {_d(c.stable)}            # healthy this long: the count starts over\n"
+        )
+
+    def words(items: tuple[str, ...]) -> str:
+        return "[" + ", ".join(f'"{w}"' for w in items) + "]"
+
+    return (
+        "agent:\n"
+        f"  selfRepair: {str(d.self_repair).lower()}\n"
+        f"  heartbeat: {_d(d.heartbeat)}\n"
+        f"  stateFile: {d.state_file}\n"
+        "  kubelet:\n"
+        f"{daemon(d.kubelet)}"
+        f"    healthzUrl: {d.kubelet.healthz_url}\n"
+        "  runtime:\n"
+        f"{daemon(d.runtime)}"
+        f"    socket: {d.runtime.socket}\n"
+        "  host:\n"
+        f"    commandPrefix: {words(d.host.command_prefix)}\n"
+        f"    rebootCommand: {words(d.host.reboot_command)}\n"
+        f"    bootIdPath: {d.host.boot_id_path}\n"
+    )
+
+
+def _d(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds % 3600 == 0 and seconds:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0 and seconds:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"

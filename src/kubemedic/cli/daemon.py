@@ -41,11 +41,13 @@ def register(app: typer.Typer) -> None:
 
 
 def show_defaults() -> None:
-    """Print the repair: section with every default (the checks' defaults: `kubemedic checks
-    NAME`)."""
+    """Print the repair: and agent: sections with every default (the checks' defaults:
+    `kubemedic checks NAME`)."""
+    from kubemedic.agent import settings as agent_settings  # noqa: PLC0415
     from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
 
     typer.echo(repair_settings.defaults_text(), nl=False)
+    typer.echo(agent_settings.defaults_text(), nl=False)
 
 
 def run(

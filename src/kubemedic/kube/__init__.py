@@ -1,5 +1,5 @@
 """Live cluster access: kubeconfig resolution as kubectl does it, a raw JSON transport over
-lightkube's configured client (``api``, with typed status errors), reflectors (list, watch,
+lightkube's configured client (``api``, with typed status errors), API discovery, reflectors (list, watch,
 relist on 410, back-off), compact caches, the one writer of Events on Nodes, Lease leader
 election, the clock kubemedic reads time from, and the one-shot read of a cluster for ``scan``
 (``livescan``).
@@ -14,6 +14,7 @@ __all__ = [
     "clock",
     "compact",
     "config",
+    "discovery",
     "events",
     "kinds",
     "leader",

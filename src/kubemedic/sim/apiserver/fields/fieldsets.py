@@ -40,17 +40,10 @@ from typing import Any, Final, Literal, TypeAlias
 from kubemedic.errors import KubemedicError
 from kubemedic.model.fieldpaths import ElementKind, FieldPath, PathElement
 from kubemedic.sim.machinery import naming
-from kubemedic.sim.machinery.definitions import SchemaNode
+from kubemedic.sim.machinery.definitions import KEY_DEFAULTS, SchemaNode
 
 Path: TypeAlias = tuple[PathElement, ...]
 ShapeKind = Literal["leaf", "map", "set", "keyed"]
-
-#: List-map key defaults from the Go types (``+default="TCP"``), which SMD fills in when an item
-#: omits the key; the JSON schemas shipped with kubernetes-validate carry no defaults.
-KEY_DEFAULTS: Final[Mapping[tuple[str, str], object]] = {
-    ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
-    ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
-}
 
 
 _NODE_INFO: Final = (

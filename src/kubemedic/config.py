@@ -83,10 +83,12 @@ class Settings:
     repair: Mapping[str, Any] | None = None
     #: The ``agent:`` section as written (read by :mod:`kubemedic.agent.settings`).
     agent: Mapping[str, Any] | None = None
+    #: The ``drift:`` section as written (read by :mod:`kubemedic.drift.settings`).
+    drift: Mapping[str, Any] | None = None
     source: str = ""
 
 
-_SECTIONS = ("agent", "checks", "disabled", "repair")
+_SECTIONS = ("agent", "checks", "disabled", "drift", "repair")
 
 
 def _snake(name: str) -> str:
@@ -125,7 +127,7 @@ def settings_from(raw: Any, *, source: str) -> Settings:
     for key in raw:
         if key not in _SECTIONS:
             raise ConfigError(f"{source}: {_unknown(key, _SECTIONS, 'key')}")
-    for section in ("repair", "agent"):
+    for section in ("repair", "agent", "drift"):
         value = raw.get(section)
         if value is not None and not isinstance(value, Mapping):
             raise ConfigError(
@@ -148,6 +150,7 @@ def settings_from(raw: Any, *, source: str) -> Settings:
         disabled=frozenset(disabled),
         repair=raw.get("repair"),
         agent=raw.get("agent"),
+        drift=raw.get("drift"),
         source=source,
     )
 

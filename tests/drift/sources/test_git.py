@@ -3,6 +3,10 @@ the committed tree rather than the work tree, and the fetch cache."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -198,3 +202,56 @@ def test_a_password_in_a_url_never_reaches_a_message_or_the_cache(tmp_path: Path
     assert str(sources.Source(repository=url)) == "https://deploy:***@127.0.0.1:9/ops.git ."
     for config in cache.glob("*.git/config"):
         assert "s3cret" not in config.read_text()
+
+
+@pytest.fixture
+def git_daemon(tmp_path: Path) -> Iterator[str]:
+    """``git daemon`` serving the test's directory over git:// (a smart transport: shallow
+    fetches work there, unlike file://); the base URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            "--export-all",
+            "--reuseaddr",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            f"--base-path={tmp_path}",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+
+
+def test_a_remote_is_fetched_shallow_and_deepened_for_a_commit_behind_the_tips(
+    repo: GitRepo, git_daemon: str, tmp_path: Path
+) -> None:
+    first, second = two_commits(repo)
+    repo.write("apps/web/third.yaml", dump(deployment("web-3")))
+    third = repo.commit("third")
+    url = f"{git_daemon}/ops"
+    cache = tmp_path / "cache"
+
+    tip = sources.load(sources.Source(repository=url), cache=cache)
+    assert (tip.commit, tip.shallow) == (third, True)
+    tagged = sources.load(sources.Source(repository=url, revision="v1"), cache=cache)
+    assert (tagged.commit, names(tagged)) == (first, ["web-1"])  # a tag is a tip too
+
+    behind = sources.load(sources.Source(repository=url, revision=second), cache=cache)
+
+    assert (behind.commit, behind.shallow) == (second, False)
+    assert names(behind) == ["web-1", "web-2"]

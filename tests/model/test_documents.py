@@ -7,6 +7,7 @@ import time
 import pytest
 
 from kubemedic.errors import InputError
+from kubemedic.model import documents
 from kubemedic.model.documents import (
     MAX_DEPTH,
     DocumentError,
@@ -109,3 +110,30 @@ def test_two_documents_where_one_is_expected() -> None:
 def test_a_character_yaml_forbids_names_the_line(text: str, line: int) -> None:
     with pytest.raises(DocumentError, match=rf"^n.yaml: line {line}: invalid YAML: character U\+"):
         load_yaml(text, where="n.yaml")
+
+
+def test_libyaml_and_the_python_reader_read_manifests_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
+        "  annotations: {a: '1', b: \"x: y\"}\nspec:\n  replicas: 3\n  template:\n    spec:\n"
+        "      containers:\n        - name: app\n          args: [--a, --b=2]\n"
+        "          env:\n            - {name: X, value: 'on'}\n"
+        "          resources: &r\n            limits: {memory: 1Gi}\n"
+        "      initContainers:\n        - name: init\n          resources: *r\n"
+        "---\n# empty\n---\nkind: ConfigMap\ndata:\n  when: 2024-01-02\n  yes: yes\n"
+    )
+    fast = documents._load_all_with_libyaml(text, where="x")
+    assert documents._nests_less_than(text, documents.MAX_DEPTH)
+    assert fast is not None
+    assert fast == documents.load_yaml_all(text, where="x")
+    monkeypatch.setattr(documents, "_CLoader", None)  # the Python reader alone
+    assert documents.load_yaml_all(text, where="x") == fast
+
+
+def test_a_text_that_may_nest_deeply_is_left_to_the_guarded_python_reader() -> None:
+    deep = "a:\n" + "".join(" " * (2 * level) + "b:\n" for level in range(1, 60))
+    assert not documents._nests_less_than(deep, documents.MAX_DEPTH)
+    assert not documents._nests_less_than("[" * 250, documents.MAX_DEPTH)
+    assert documents._nests_less_than("a: 1\nb: [1, 2]\n", documents.MAX_DEPTH)

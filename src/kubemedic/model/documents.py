@@ -18,6 +18,7 @@ Pure: text in, Python values out; no I/O. May import: kubemedic.errors, PyYAML a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
@@ -96,6 +97,10 @@ def load_yaml(text: str, *, where: str) -> Any:
 
 def load_yaml_all(text: str, *, where: str) -> list[Any]:
     """Every document of a YAML stream (``---`` separated), empty documents left out."""
+    if _CLoader is not None and _nests_less_than(text, MAX_DEPTH):
+        fast = _load_all_with_libyaml(text, where=where)
+        if fast is not None:
+            return fast
     try:
         loader = _Loader(text)  # reading checks the characters: a NUL is an error here
     except yaml.reader.ReaderError as error:
@@ -122,6 +127,50 @@ def load_yaml_all(text: str, *, where: str) -> list[Any]:
         raise DocumentError(f"{where}: invalid YAML: {' '.join(str(error).split())}") from None
     except RecursionError:  # a construction path the depth limit did not foresee
         raise DocumentError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+    finally:
+        loader.dispose()
+    return [document for document in documents if document is not None]
+
+
+_CLoader: Any = getattr(yaml, "CSafeLoader", None)
+"""libyaml's safe loader, when PyYAML was built with it: six times faster than the Python
+parser. It composes nodes in C, without the depth guard of ``_Loader``, so it is used only for
+a text whose nesting is bounded below ``MAX_DEPTH`` by ``_nests_less_than``."""
+
+_LINE_START = re.compile(r"^( *)((?:[-?:][ \t]+)*)", re.MULTILINE)
+
+
+def _nests_less_than(text: str, limit: int) -> bool:
+    """Whether ``text`` cannot nest ``limit`` levels deep, by a bound read from its lines: a
+    block collection nested in another is indented further, except a sequence that is a
+    mapping's value (same column), so a line indented ``n`` columns after ``k`` indicators
+    (``- ``, ``? ``, ``: ``) is at most ``2 * (n + 2k + 1) + 1`` levels deep; every flow
+    collection (``[``, ``{``) may add one more."""
+    flow = text.count("[") + text.count("{")
+    if flow >= limit:
+        return False
+    deepest = 0
+    for indent, indicators in _LINE_START.findall(text):
+        columns = len(indent) + len(indicators)
+        deepest = max(deepest, columns)
+    return 2 * (2 * deepest + 1) + 1 + flow < limit
+
+
+def _load_all_with_libyaml(text: str, *, where: str) -> list[Any] | None:
+    """The documents of ``text`` read by libyaml, or ``None`` when it finds anything wrong: the
+    Python reader then reads the text again, so that every error is reported in one way."""
+    loader = _CLoader(text)
+    documents: list[Any] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            if "&" in text:  # anchors, so perhaps aliases: the same limits as the Python reader
+                _check_aliases(node, where=where)
+            documents.append(loader.construct_document(node))
+    except (yaml.YAMLError, DocumentError, RecursionError, ValueError, TypeError):
+        return None
     finally:
         loader.dispose()
     return [document for document in documents if document is not None]

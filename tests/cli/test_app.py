@@ -57,6 +57,7 @@ def test_the_app_has_the_commands_of_every_group() -> None:
         ("nodes", "release"),
         ("config", "show-defaults"),
         ("agent",),
+        ("drift",),
         ("rollback", "render"),
         ("rollback", "verify"),
         ("rollback", "status"),

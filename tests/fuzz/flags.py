@@ -84,6 +84,8 @@ def context(path: tuple[str, ...]) -> tuple[str, ...]:
         return ("worker-1", "--kubeconfig", "{d}/no-kubeconfig", "--db", "{d}/kubemedic.db")
     if path == ("agent",):  # one round, never a real cluster
         return ("--once", "--node", "worker-1", "--kubeconfig", "{d}/no-kubeconfig")
+    if path == ("drift",):  # never a real cluster
+        return ("--git", "{d}", "--kubeconfig", "{d}/no-kubeconfig")
     if path == ("rollback", "render"):
         return ("--out", "{d}/rendered")
     return ()

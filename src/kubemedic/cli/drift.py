@@ -179,11 +179,9 @@ def _show(report: DriftReport, notes: list[str], output: DriftOutput) -> int:
 
 
 def _table(console: Console, drifted: Drifted) -> None:
-    from rich.table import Table  # noqa: PLC0415
+    from kubemedic.cli import archive as archive_cli  # noqa: PLC0415
 
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("OBJECT", "FIELD", "DRIFT", "LIVE", "GIT", "WHO", "WHEN"):
-        table.add_column(column, overflow="fold")
+    table = archive_cli._table(("OBJECT", "FIELD", "DRIFT", "LIVE", "GIT", "WHO", "WHEN"), "")
     for result, _ in drifted:
         name = f"{result.kind}/{result.namespace + '/' if result.namespace else ''}{result.name}"
         if result.missing:

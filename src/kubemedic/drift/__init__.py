@@ -12,8 +12,13 @@ Public API: :func:`diff` (one object), :func:`diff_objects` (many, with a live l
 :class:`ObjectDrift` / :class:`FieldDrift` / :class:`Owner`, and the renderings
 :func:`drift_to_json` and :func:`drift_finding`.
 
+``drift.sources`` reads the desired state (Git, manifests, Kustomize; Argo CD and Flux
+discovery); ``drift.checking`` fetches the live objects through the API and runs the engine;
+``drift.settings`` reads the configuration's ``drift:`` section.
+
 May import: :mod:`kubemedic.checks`, :mod:`kubemedic.model`, :mod:`kubemedic.errors` (the
-engine); the desired-state sources (``drift.sources``) may do I/O.
+engine, pure); :mod:`kubemedic.kube` and :mod:`kubemedic.config` (``checking``, ``settings``);
+the sources may do I/O (Git, ``kubectl kustomize``).
 """
 
 from kubemedic.drift.engine import (

@@ -10,7 +10,9 @@ under ``/compute``) over the cluster's machines; ``--clouds-out`` writes a ``clo
 cloud ``kubemedic-sim`` reaches it with an application credential. A served run is paced (10x
 real time unless ``--speed`` says otherwise) and ``--hold`` keeps serving after the end until
 interrupted. ``--snapshot-out`` writes what ``kubectl get -o json`` would print at the end, for
-``kubemedic scan --snapshot``.
+``kubemedic scan --snapshot``. A scenario with a ``gitops`` block syncs an Argo CD Application
+from a real Git repository: ``--git-out DIR`` writes it at ``DIR`` as the story goes (and keeps
+it), ``--git DIR`` follows an existing one (see ``kubemedic.sim.scenarios.gitops``).
 
 Progress is drawn on stderr when it is a terminal (and ``--quiet`` is not given): the cluster
 time reached against the scenario's end, the speed (x real time), and the nodes, pods and events
@@ -47,7 +49,7 @@ from kubemedic.errors import InputError
 from kubemedic.output.progress import NO_PROGRESS, Bar, Progress
 from kubemedic.sim import apiserver, cluster, scenarios
 
-__all__ = ["RefusedError", "RunOptions", "list_scenarios", "run_scenario"]
+__all__ = ["GitOpsFlagError", "RefusedError", "RunOptions", "list_scenarios", "run_scenario"]
 
 #: Pace of a served run when ``--speed`` is not given.
 SERVED_SPEED = 10.0
@@ -69,6 +71,10 @@ class RefusedError(InputError):
         self.run = run
 
 
+class GitOpsFlagError(InputError):
+    """``--git-out`` or ``--git`` cannot be used with this scenario or path."""
+
+
 @dataclass
 class RunOptions:
     scenario: str
@@ -87,6 +93,10 @@ class RunOptions:
     seed: int | None = None
     #: Refused actions are a warning, not a :class:`RefusedError`.
     allow_refused: bool = False
+    #: Write the scenario's GitOps repository here (a new or empty directory).
+    git_out: Path | None = None
+    #: Follow this existing Git repository instead (nothing is written to it).
+    git: Path | None = None
 
 
 def list_scenarios(*, console: Console) -> None:
@@ -113,10 +123,14 @@ def run_scenario(
     scenario = scenarios.load(options.scenario)
     if options.until is not None:
         scenarios.check_until(scenario, options.until)
+    target = _git_target(scenario, options)
     with _timeline_log_held():
-        run = scenarios.ScenarioRun(scenario, seed=options.seed, until=options.until)
+        run = scenarios.ScenarioRun(scenario, seed=options.seed, until=options.until, git=target)
         started = time.perf_counter()
-        _play(run, options, err=err, progress=progress, started=started)
+        try:
+            _play(run, options, err=err, progress=progress, started=started)
+        finally:
+            run.close()
     wall = time.perf_counter() - started
     simulated = run.elapsed().total_seconds()
     console.print(
@@ -126,6 +140,14 @@ def run_scenario(
         f"{run.sim.count('events')} events in the API",
         highlight=False,
     )
+    if run.gitops is not None and (options.git_out or options.git):
+        app = run.scenario.gitops
+        assert app is not None
+        console.print(
+            f"gitops: Application {app.namespace}/{app.application} synced "
+            f"{run.gitops.synced or 'nothing'} from {run.gitops.repo_url}",
+            highlight=False,
+        )
     if options.snapshot_out is not None:
         items = apiserver.write_snapshot(options.snapshot_out, run.sim.server, force=options.force)
         console.print(
@@ -141,6 +163,28 @@ def run_scenario(
             )
         err.print(f"[bold yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return run
+
+
+def _git_target(scenario: scenarios.Scenario, options: RunOptions) -> scenarios.GitTarget | None:
+    """Where the run's GitOps repository is (``--git-out``, ``--git``), checked before the run:
+    ``GitOpsFlagError`` for a scenario without a ``gitops`` block, both flags, a ``--git-out``
+    that is not a new or empty directory, or a ``--git`` that is not a repository."""
+    if options.git_out is None and options.git is None:
+        return None
+    flag = "--git-out" if options.git_out is not None else "--git"
+    if options.git_out is not None and options.git is not None:
+        raise GitOpsFlagError("--git-out and --git: give one (write a repository, or follow one)")
+    if scenario.gitops is None:
+        raise GitOpsFlagError(f"{flag}: the scenario {scenario.name} has no gitops block")
+    if options.git_out is not None:
+        path = options.git_out
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise GitOpsFlagError(f"--git-out {path}: not a new or empty directory")
+        return scenarios.GitTarget(path.resolve(), write=True)
+    assert options.git is not None
+    if not (options.git / ".git").exists() and not (options.git / "HEAD").is_file():
+        raise GitOpsFlagError(f"--git {options.git}: not a Git repository")
+    return scenarios.GitTarget(options.git.resolve(), write=False)
 
 
 def _refused_message(source: str, failures: Sequence[scenarios.Failure]) -> str:

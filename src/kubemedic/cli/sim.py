@@ -255,6 +255,23 @@ def sim_run(
             "(they are listed in a warning on stderr instead of an error).",
         ),
     ] = False,
+    git_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--git-out",
+            help="For a scenario with a gitops block: write its Git repository here (a new or "
+            "empty directory), one commit per push of the story; the Argo CD Application "
+            "points at it.",
+        ),
+    ] = None,
+    git: Annotated[
+        Path | None,
+        typer.Option(
+            "--git",
+            help="For a scenario with a gitops block: sync from this existing Git repository "
+            "instead (nothing is written to it).",
+        ),
+    ] = None,
     force: _common.ForceOption = False,
 ) -> None:
     """Run a scenario on the simulated cluster (see ``_RUN_HELP``)."""
@@ -286,12 +303,14 @@ def sim_run(
         hold=hold,
         seed=seed,
         allow_refused=allow_refused,
+        git_out=git_out,
+        git=git,
     )
     try:
         simulating.run_scenario(
             options, console=_common.out_console(), err=err, progress=_common.progress(err)
         )
-    except (scenarios.ScenarioError, simulating.RefusedError) as exc:
+    except (scenarios.ScenarioError, simulating.RefusedError, simulating.GitOpsFlagError) as exc:
         raise _common._fail(str(exc)) from None
     except OSError as exc:
         raise _common._fail(str(exc)) from None

@@ -30,6 +30,7 @@ from aiohttp import web
 from kubemedic.model.objects import gc_paused
 from kubemedic.sim.apiserver.http.faults import Faults
 from kubemedic.sim.apiserver.openapi import crds
+from kubemedic.sim.apiserver.openapi.gitops_crds import gitops_crds
 from kubemedic.sim.apiserver.registry import defaulting, zeroing
 from kubemedic.sim.apiserver.registry.collecting import Collector
 from kubemedic.sim.apiserver.registry.writing import Writer
@@ -85,7 +86,10 @@ class ApiServer:
             self.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}])
         # Custom resources are announced by their definitions, as on a real cluster (lightkube
         # and kubectl discover them through customresourcedefinitions).
-        self.load(crds.capi_crds(established_at=rfc3339(self.clock.now())))
+        established = rfc3339(self.clock.now())
+        self.load(
+            [*crds.capi_crds(established_at=established), *gitops_crds(established_at=established)]
+        )
 
     # loading ---------------------------------------------------------------------------------
 

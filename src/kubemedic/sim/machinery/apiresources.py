@@ -158,6 +158,11 @@ RESOURCES: tuple[Resource, ...] = (
         subresources=(_status("MachineDeployment"), _scale()), custom=True,
         scale_selector_path=".status.selector",
     ),
+    # Argo CD's Application CRD declares no subresources: status is written with the object.
+    Resource(
+        "argoproj.io", "v1alpha1", "Application", "applications", "application", True,
+        ("app", "apps"), custom=True,
+    ),
 )  # fmt: skip
 
 

@@ -7,6 +7,8 @@ collectors name themselves alike (and as kubemedic's checks expect them on a rea
 from __future__ import annotations
 
 __all__ = [
+    "ARGOCD_APPLICATION_CONTROLLER",
+    "ARGOCD_CONTROLLER",
     "BEFORE_FIRST_APPLY",
     "CAPI_MACHINEDEPLOYMENT",
     "CAPI_MACHINESET",
@@ -44,3 +46,7 @@ KUBECTL_TAINT = "kubectl-taint"
 #: The manager server-side apply gives fields a client-side apply set before the first
 #: server-side apply took them over.
 BEFORE_FIRST_APPLY = "before-first-apply"
+#: Argo CD's server-side applies of an application's objects (``ArgoCDSSAManager``).
+ARGOCD_CONTROLLER = "argocd-controller"
+#: Argo CD's application controller writing its Applications (the binary's name).
+ARGOCD_APPLICATION_CONTROLLER = "argocd-application-controller"

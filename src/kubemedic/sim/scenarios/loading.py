@@ -38,20 +38,25 @@ from kubemedic.sim.scenarios.spec import (
     Apply,
     Autoscaling,
     ClusterSettings,
+    Commit,
     Create,
     Delete,
     Edit,
     Fault,
+    FileContent,
+    GitOps,
     Manifest,
     NodePool,
     NodeSelection,
     ObjectGroup,
     Patch,
+    Push,
     Reboot,
     Repeat,
     ScalePool,
     Scenario,
     StartupTaint,
+    Sync,
     Taint,
     Target,
     Untaint,
@@ -208,6 +213,10 @@ _KNOWN_KEYS = sorted(
             Reboot,
             ScalePool,
             Untaint,
+            GitOps,
+            Commit,
+            Push,
+            Sync,
         )
         for name, field in model.model_fields.items()
     }
@@ -328,8 +337,15 @@ def _check(scenario: Scenario) -> Iterator[tuple[str, str]]:
     for i, group in enumerate(scenario.objects):
         for j, manifest in enumerate(group.manifests):
             yield from _check_manifest(manifest, f"objects[{i}].manifests[{j}]")
+    if scenario.gitops is not None:
+        for i, commit in enumerate(scenario.gitops.commits):
+            yield from _check_files(commit.files, f"gitops.commits[{i}].files")
     for i, action in enumerate(scenario.timeline):
         where = f"timeline[{i}]"
+        if isinstance(action, Push | Sync) and scenario.gitops is None:
+            yield f"{where}.action", f"{action.action} needs a gitops block (its repository)"
+        if isinstance(action, Push):
+            yield from _check_files(action.files, f"{where}.files")
         if isinstance(action, Apply | Create):
             for j, manifest in enumerate(action.manifests):
                 yield from _check_manifest(manifest, f"{where}.manifests[{j}]")
@@ -519,3 +535,19 @@ def _check_usage(meta: Mapping[str, Any], where: str) -> Iterator[tuple[str, str
                 checked_quantity(amount)
             except ValueError as exc:
                 yield path, f"{name}: {exc}"
+
+
+def _check_files(files: Mapping[str, FileContent], where: str) -> Iterator[tuple[str, str]]:
+    """A commit's files: relative paths inside the repository, manifests the simulator serves."""
+    for path, content in files.items():
+        at = f'{where}["{path}"]'
+        parts = path.split("/")
+        if not path or path.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts):
+            yield at, "a relative path inside the repository (no '..', '.git' or empty parts)"
+            continue
+        listed = content if isinstance(content, list) else [content]
+        for j, manifest in enumerate(listed):
+            if isinstance(manifest, dict):
+                yield from _check_manifest(
+                    manifest, f"{at}[{j}]" if isinstance(content, list) else at
+                )

@@ -48,6 +48,21 @@ Format (keys are camelCase, as in Kubernetes manifests; unknown keys are errors)
       - manager: argocd-controller     # the field manager (managedFields read like a cluster's)
         operation: Apply               # Apply: server-side apply; Update: create (POST)
         manifests: [ {apiVersion: apps/v1, kind: Deployment, ...}, ... ]
+    gitops:                      # an Argo CD Application synced from a real Git repository
+      application: api-gateway   # its name (the tracking id's application)
+      namespace: argocd          # its namespace; project: default
+      path: apps/api-gateway     # directory in the repository (spec.source.path)
+      revision: main             # the branch followed (spec.source.targetRevision)
+      recurse: false             # directory.recurse, as Argo CD's default
+      destinationNamespace: gateway   # namespace of manifests that name none
+      repoURL: https://git.example.com/gateway.git   # shown when the repository is not kept
+      syncInterval: 3m           # reconcile: the branch head synced when it moved (0: never)
+      webhook: true              # a push syncs at once (Argo CD's Git webhook)
+      selfHeal: false            # also re-apply an unchanged commit when the live state drifted
+      commits:                   # the repository's history before the story begins
+        - message: api-gateway, 12 replicas
+          author: Ann Ops <ann@example.com>
+          files: {apps/api-gateway/deployment.yaml: [ {apiVersion: apps/v1, ...} ]}
     timeline:
       - at: 2m                   # cluster time after the story begins
         action: edit             # see the actions below
@@ -87,6 +102,21 @@ Actions (``action:``):
 - ``untaint``: remove the taint ``key`` from the selected ``nodes`` (``manager`` default
   ``kubectl-taint``).
 - ``mark``: a clock marker; does nothing but show ``note`` in the progress.
+- ``push``: a commit to the ``gitops`` repository's branch: ``message``, ``author`` and
+  ``files`` (by path: a list of manifests written as multi-document YAML, one manifest, the
+  text, or null to remove the file). Synced at once with ``webhook: true``, else at the next
+  reconcile.
+- ``sync``: the applier syncs the branch head now (``argocd app sync``, a refresh button).
+
+``gitops``: the repository is written as the story goes (``sim run --git-out DIR``, else a
+temporary one), ``commits`` before the story begins and each ``push`` when it fires, with the
+cluster's time as the commit time; or an existing repository is followed (``sim run --git
+DIR``; ``commits`` and pushes are then not written). The Application (``argoproj.io/v1alpha1``)
+is created in ``namespace`` when the story begins and synced at once; each sync server-side
+applies every manifest under ``path`` at the branch head as ``manager`` (default
+``argocd-controller``, force), with Argo CD's tracking annotation, and records the commit in
+the Application's ``status.sync``, ``status.resources`` and ``status.operationState``. See
+:mod:`kubemedic.sim.scenarios.gitops`.
 
 ``target``: ``{kind, name, namespace, apiVersion}`` (apiVersion defaults to the kind's served
 version). ``nodes`` selects at the time the action fires: ``names``, ``pool``, ``zone``,
@@ -102,7 +132,6 @@ parsed.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -111,9 +140,8 @@ from pydantic.alias_generators import to_camel
 
 from kubemedic.model.durations import DurationError, parse_seconds
 from kubemedic.model.quantities import QuantityError, parse_quantity
-from kubemedic.model.selectors import DOUBLE_EQUALS, EQUALS, LabelSelector, SelectorError
 from kubemedic.sim.machinery import managers
-from kubemedic.sim.machinery.apiresources import RESOURCES
+from kubemedic.sim.scenarios.targets import default_api_version, selector_labels
 
 __all__ = [
     "MAX_FIRINGS",
@@ -124,6 +152,7 @@ __all__ = [
     "Apply",
     "Autoscaling",
     "ClusterSettings",
+    "Commit",
     "Create",
     "Delete",
     "Duration",
@@ -131,6 +160,8 @@ __all__ = [
     "Edit",
     "Fault",
     "FaultKind",
+    "FileContent",
+    "GitOps",
     "Manifest",
     "Mark",
     "NodeAgent",
@@ -138,12 +169,14 @@ __all__ = [
     "NodeSelection",
     "ObjectGroup",
     "Patch",
+    "Push",
     "QuantityText",
     "Reboot",
     "Repeat",
     "ScalePool",
     "Scenario",
     "StartupTaint",
+    "Sync",
     "Taint",
     "Target",
     "Untaint",
@@ -469,8 +502,77 @@ class Mark(_Action):
     action: Literal["mark"]
 
 
+FileContent = list[Manifest] | Manifest | str | None
+"""A file of a commit: manifests (written as multi-document YAML), one manifest, the text
+itself, or null (the file is removed)."""
+
+DEFAULT_AUTHOR = "Platform Team <platform@example.com>"
+
+
+def _author(value: object) -> str:
+    text = str(value) if isinstance(value, str) else ""
+    name, _, email = text.partition("<")
+    if not name.strip() or not email.endswith(">") or "@" not in email:
+        raise ValueError(
+            f'{show_value(value)} is not an author such as "Ann Ops <ann@example.com>"'
+        )
+    return text
+
+
+Author = Annotated[str, BeforeValidator(_author)]
+
+
+class Commit(_Model):
+    """One commit of a ``gitops`` repository: ``files`` by path from the repository's root."""
+
+    message: str = Field(min_length=1)
+    author: Author = DEFAULT_AUTHOR
+    files: dict[str, FileContent] = Field(min_length=1)
+
+
+class Push(_Action):
+    action: Literal["push"]
+    message: str = Field(min_length=1)
+    author: Author = DEFAULT_AUTHOR
+    files: dict[str, FileContent] = Field(min_length=1)
+
+
+class Sync(_Action):
+    action: Literal["sync"]
+
+
+class GitOps(_Model):
+    """An Argo CD Application and the applier that syncs it from a real Git repository (see the
+    module docstring and :mod:`kubemedic.sim.scenarios.gitops`)."""
+
+    application: str = Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)
+    namespace: str = "argocd"
+    project: str = "default"
+    path: str = ""
+    revision: str = "main"
+    recurse: bool = False
+    destination_namespace: str = ""
+    repo_url: str = Field(default="", alias="repoURL")
+    sync_interval: Duration = 180.0
+    webhook: bool = False
+    self_heal: bool = False
+    manager: str = managers.ARGOCD_CONTROLLER
+    commits: list[Commit] = Field(default_factory=list)
+
+
 Action = Annotated[
-    Apply | Create | Patch | Edit | Delete | Fault | Reboot | ScalePool | Untaint | Mark,
+    Apply
+    | Create
+    | Patch
+    | Edit
+    | Delete
+    | Fault
+    | Reboot
+    | ScalePool
+    | Untaint
+    | Mark
+    | Push
+    | Sync,
     Field(discriminator="action"),
 ]
 
@@ -487,44 +589,10 @@ class Scenario(_Model):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     pools: list[NodePool] = Field(default_factory=list)
     objects: list[ObjectGroup] = Field(default_factory=list)
+    gitops: GitOps | None = None
     timeline: list[Action] = Field(default_factory=list)
     #: Where the scenario was read from ("" for one parsed from text).
     source: str = Field(default="", exclude=True)
 
     def pool(self, name: str) -> NodePool | None:
         return next((p for p in self.pools if p.name == name), None)
-
-
-# targets and node selections ----------------------------------------------------------------
-
-_VERSIONS = {r.kind: r.api_version for r in reversed(RESOURCES) if "create" in r.verbs}
-
-
-def default_api_version(kind: str) -> str:
-    """The version a target of ``kind`` is written with when the scenario names none: the
-    first version the simulator serves for the kind ("" for a kind it does not serve)."""
-    return _VERSIONS.get(kind, "")
-
-
-def _parse_selector(text: str) -> dict[str, str]:
-    """``k=v,k2=v2``: equalities only, read by the one label-selector parser."""
-    try:
-        parsed = LabelSelector.parse(text)
-    except SelectorError as error:
-        raise ValueError(error.message) from None
-    out: dict[str, str] = {}
-    for requirement in parsed.requirements:
-        if requirement.operator not in (EQUALS, DOUBLE_EQUALS):
-            raise ValueError(f"{str(requirement)!r} is not key=value")
-        out[requirement.key] = requirement.values[0]
-    return out
-
-
-def selector_labels(selector: Mapping[str, str] | str | None) -> dict[str, str]:
-    """The labels a node selection's ``selector`` requires (a map, or ``k=v,k2=v2`` text).
-    Raises ValueError for text that is not a list of equalities."""
-    if selector is None:
-        return {}
-    if isinstance(selector, str):
-        return _parse_selector(selector)
-    return dict(selector)

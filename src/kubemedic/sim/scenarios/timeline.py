@@ -45,6 +45,7 @@ from kubemedic.sim.cluster.runtime.client import Client
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.machinery import errors, managers
 from kubemedic.sim.scenarios import hostfaults, nodepools
+from kubemedic.sim.scenarios.gitops import Applier, GitTarget
 from kubemedic.sim.scenarios.spec import (
     Apply,
     Create,
@@ -55,9 +56,11 @@ from kubemedic.sim.scenarios.spec import (
     NodeSelection,
     ObjectGroup,
     Patch,
+    Push,
     Reboot,
     ScalePool,
     Scenario,
+    Sync,
     Target,
     Untaint,
     default_api_version,
@@ -136,6 +139,7 @@ class ScenarioRun:
         *,
         seed: int | None = None,
         until: timedelta | None = None,
+        git: GitTarget | None = None,
     ) -> None:
         seed = scenario.seed if seed is None else seed
         if cluster is None:
@@ -157,6 +161,9 @@ class ScenarioRun:
         self._setting_up = True
         self._acting = -1  # the timeline entry being done, whose pool writes fail in its name
         self._clients: dict[str, Client] = {}
+        self._git = git
+        #: The GitOps applier of a scenario with a ``gitops`` block (None before it is set up).
+        self.gitops: Applier | None = None
         self._pools = nodepools.NodePools(
             scenario,
             cluster,
@@ -221,6 +228,8 @@ class ScenarioRun:
         self.end = self.origin + timedelta(seconds=self.scenario.duration)
         for group in self.scenario.objects:
             self._write_group(group)
+        if self.scenario.gitops is not None:
+            self._start_gitops()
         for index, action in enumerate(self.scenario.timeline):
             self.total += self._occurrences(action)
             self.sim.at(
@@ -228,6 +237,28 @@ class ScenarioRun:
                 self._firing(index, 0),
                 name=f"scenario:{index}",
             )
+
+    def _start_gitops(self) -> None:
+        spec = self.scenario.gitops
+        assert spec is not None
+        try:
+            self.gitops = Applier(
+                spec,
+                sim=self.sim,
+                target=self._git,
+                apply=lambda body, manager: self._apply(body, manager=manager, force=True),
+                create=lambda body, manager: self._create(body, manager=manager),
+                note=lambda text: self.steps.append(Step(self.elapsed(), -1, text)),
+                fail=lambda text: self.failures.append(Failure("gitops", self.elapsed(), text)),
+            )
+            self.gitops.start()
+        except (LookupError, errors.StatusError) as exc:
+            self._fail(-1, f"gitops {spec.application}: {exc}")
+
+    def close(self) -> None:
+        """Release what the run holds outside the cluster (a temporary Git repository)."""
+        if self.gitops is not None:
+            self.gitops.close()
 
     # firing ----------------------------------------------------------------------------------
 
@@ -335,6 +366,10 @@ class ScenarioRun:
             for name in names:
                 self._pools.untaint(name, action.key, manager=action.manager)
             return f"untaint {action.key} from {_some(names)}"
+        if isinstance(action, Push | Sync):
+            if self.gitops is None:
+                raise LookupError("no GitOps applier (its setup failed)")
+            return self.gitops.push(action) if isinstance(action, Push) else self.gitops.sync()
         if isinstance(action, Mark):
             return action.note or "mark"
         raise LookupError(f"unhandled action {action!r}")  # pragma: no cover

@@ -35,6 +35,7 @@ __all__ = [
     "GROUP",
     "VERSION",
     "capi_crds",
+    "established_conditions",
     "printer_columns",
     "table_column_definitions",
 ]
@@ -203,6 +204,20 @@ def _condition(type_: str, reason: str, *, message: str, at: str | None) -> dict
     return {**condition, "reason": reason, "message": message}
 
 
+def established_conditions(at: str | None) -> list[dict[str, str]]:
+    """The ``NamesAccepted`` and ``Established`` conditions of an established CRD, with
+    ``lastTransitionTime`` ``at`` (none when ``at`` is None)."""
+    return [
+        _condition("NamesAccepted", "NoConflicts", message="no conflicts found", at=at),
+        _condition(
+            "Established",
+            "InitialNamesAccepted",
+            message="the initial names have been accepted",
+            at=at,
+        ),
+    ]
+
+
 def _crd(
     kind: str,
     *,
@@ -224,15 +239,7 @@ def _crd(
     subresources: Schema = {"status": {}}
     if scale:
         subresources = {"scale": dict(_SCALE), **subresources}
-    conditions = [
-        _condition("NamesAccepted", "NoConflicts", message="no conflicts found", at=established_at),
-        _condition(
-            "Established",
-            "InitialNamesAccepted",
-            message="the initial names have been accepted",
-            at=established_at,
-        ),
-    ]
+    conditions = established_conditions(established_at)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -75,6 +75,16 @@ class DeleteOptions:
     dry_run: bool = False
 
 
+def _generation_changed(res: Resource, old: Obj, new: Obj) -> bool:
+    """Whether an update bumps ``metadata.generation``: a change of ``spec`` for built-in kinds
+    and custom resources with the status subresource; of anything but ``metadata`` for a
+    custom resource without it (apiextensions-apiserver's strategy, e.g. Argo CD's
+    Applications, whose status writes raise the generation too)."""
+    if res.custom and res.subresource("status") is None:
+        return any(new.get(k) != old.get(k) for k in {*new, *old} - {"metadata"})
+    return (res.kind in _GENERATION_KINDS or res.custom) and new.get("spec") != old.get("spec")
+
+
 class Writer:
     """The write half of the emulator's registries."""
 
@@ -358,7 +368,7 @@ class Writer:
                 new["status"] = clone(old["status"])
             else:
                 new.pop("status", None)
-        if (res.kind in _GENERATION_KINDS or res.custom) and new.get("spec") != old.get("spec"):
+        if _generation_changed(res, old, new):
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
         return new
 

@@ -10,6 +10,10 @@
   ``last-applied-configuration`` annotation, and the whole ``status``; so are ``apiVersion`` and
   ``kind`` (the object was looked up by them) and ``metadata.namespace`` (a manifest without a
   namespace is applied to the default namespace; a cluster-scoped object has none).
+* **The GitOps tool's bookkeeping** is dropped from both sides: what the tool adds to every
+  object it applies and Git never holds, Argo CD's ``argocd.argoproj.io/tracking-id``
+  annotation and Flux's ``kustomize.toolkit.fluxcd.io/name`` and ``.../namespace`` labels (a
+  revert must not remove them: the tool would lose track of the object).
 * **Secrets**: ``stringData`` is folded into ``data`` (base64), as the API server stores it, and
   a ``null`` data value equals ``""``.
 * **Endpoints**: addresses and ports are compared in order of their IPs and ports (the API
@@ -29,6 +33,8 @@ from kubemedic.model.defaults import default_object
 __all__ = ["LAST_APPLIED", "group_version", "normalise"]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_TOOL_ANNOTATIONS = ("argocd.argoproj.io/tracking-id",)
+_TOOL_LABELS = ("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace")
 _SERVER_METADATA = (
     "uid",
     "resourceVersion",
@@ -72,9 +78,16 @@ def normalise(
     if isinstance(meta, dict):
         for key in _SERVER_METADATA:
             meta.pop(key, None)
-        annotations = meta.get("annotations")
-        if isinstance(annotations, dict):
-            annotations.pop(LAST_APPLIED, None)
+        for field, dropped in (
+            ("annotations", (LAST_APPLIED, *_TOOL_ANNOTATIONS)),
+            ("labels", _TOOL_LABELS),
+        ):
+            values = meta.get(field)
+            if isinstance(values, dict):
+                for key in dropped:
+                    values.pop(key, None)
+                if not values:
+                    meta.pop(field)
     if group == "" and kind == "Secret" and isinstance(out.get("data"), dict):
         out["data"] = {k: "" if v is None else v for k, v in out["data"].items()}
     if group == "" and kind == "Endpoints":

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tests.drift.sources.conftest import GIT_ENV
-from tests.inprocess import kubemedic
+from tests.inprocess import kubemedic, one_error_line
 from tests.sim.conftest import KUBECTL, needs_kubectl
 
 pytestmark = needs_kubectl
@@ -151,3 +151,45 @@ def test_drift_against_the_scenarios_repository_finds_the_edit_not_the_restored_
         report["drift"]
     )
     assert report["compared"] == 4
+
+
+def test_a_fast_run_writes_the_storys_repository(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_dir = tmp_path / "ops"
+    code, out, err = kubemedic(
+        capsys, "sim", "run", "gitops-nodename-storm", "--until", "6m", "--git-out", str(out_dir)
+    )
+    assert code == 0, err
+    assert "gitops: Application argocd/api-gateway synced" in out
+    log = subprocess.run(
+        ["git", "-C", str(out_dir), "log", "--format=%s"], capture_output=True, text=True,
+        check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert len(log) == 2
+
+
+@pytest.mark.parametrize(
+    ("scenario", "flags", "message"),
+    [
+        ("healthy", ("--git-out", "{tmp}/ops"), "--git-out: the scenario healthy has no gitops"),
+        ("gitops-nodename-storm", ("--git-out", "{tmp}"), "not a new or empty directory"),
+        ("gitops-nodename-storm", ("--git", "{tmp}"), "not a Git repository"),
+        (
+            "gitops-nodename-storm",
+            ("--git", "{tmp}", "--git-out", "{tmp}/ops"),
+            "--git-out and --git: give one",
+        ),
+    ],
+)
+def test_bad_git_flags_end_in_one_line_before_the_run(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    scenario: str,
+    flags: tuple[str, ...],
+    message: str,
+) -> None:
+    (tmp_path / "something").write_text("")
+    args = [flag.format(tmp=tmp_path) for flag in flags]
+    code, _, err = kubemedic(capsys, "sim", "run", scenario, *args)
+    assert code == 2 and message in one_error_line(err)

@@ -23,7 +23,7 @@ from kubemedic.sim.scenarios.loading import (
     parse,
 )
 from kubemedic.sim.scenarios.spec import MAX_SECONDS
-from kubemedic.sim.scenarios.timeline import Failure, Progress, ScenarioRun, start
+from kubemedic.sim.scenarios.timeline import Failure, Progress, ScenarioRun
 
 __all__ = [
     "MAX_SECONDS",
@@ -42,5 +42,4 @@ __all__ = [
     "load",
     "mend",
     "parse",
-    "start",
 ]

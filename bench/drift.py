@@ -62,7 +62,9 @@ def main() -> int:
         tmp = Path(name)
         repo = git_read.build(tmp, args.files)
         tree = tmp / "v1"
-        subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(tree), "v1"], check=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "worktree", "add", "-q", str(tree), "v1"], check=True
+        )
         kc = tmp / "kubeconfig"
         server = subprocess.Popen(
             [sys.executable, "-c", "from kubemedic.cli import main; main()", "sim", "serve",

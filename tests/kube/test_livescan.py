@@ -197,7 +197,10 @@ def test_fetch_pages_through_every_kind_and_stamps_kind_and_api_version(
     # The server's (virtual) time, read after the lists.
     assert fetched.at is not None
     assert parse_time(before) <= fetched.at <= parse_time(after)
-    assert any("batch/v1/jobs" in note for note in fetched.notes)  # not served by the emulator
+    # The emulator serves every kind a live scan reads, the system PriorityClasses included.
+    assert not any("Not served" in note for note in fetched.notes), fetched.notes
+    assert fetched.counts["batch/v1/jobs"] == 0
+    assert fetched.counts["scheduling.k8s.io/v1/priorityclasses"] == 2
 
 
 def test_throttling_is_retried_after_at_least_retry_after(emulator: Running) -> None:

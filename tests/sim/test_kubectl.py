@@ -29,8 +29,8 @@ def _background(emulator: Running, *args: str) -> subprocess.Popen[str]:
 
 
 def _configmap(name: str) -> dict:
-    # kubectl's generator commands (``create configmap``) send protobuf, which the emulator
-    # refuses with 415; ``create -f`` sends JSON.
+    # Sent as JSON by ``create -f``; the generator commands' protobuf has its own tests
+    # (tests/sim/test_kubectl_create.py).
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}}
 
 

@@ -5,8 +5,9 @@ diff them.
   object's kind is looked up in the API server's discovery, its namespace resolved as the
   applier would (the manifest's own; else the source's ``target_namespace`` or ``namespace``,
   Flux's ``spec.targetNamespace`` and Argo CD's ``spec.destination.namespace``; else
-  ``default``; none for a cluster-scoped kind), the live counterpart fetched (``GET``, at most
-  :data:`CONCURRENCY` at once) and :func:`kubemedic.drift.diff_objects` run over them.
+  ``default``; none for a cluster-scoped kind), the live counterparts fetched (a kind with many
+  wanted objects listed, the others read by ``GET``, :data:`CONCURRENCY` requests at once) and
+  :func:`kubemedic.drift.diff_objects` run over them.
 - :func:`discover_sources` lists the cluster's Argo CD ``Application``, Flux ``Kustomization``
   and ``GitRepository`` objects (the kinds that the server does not serve are skipped) and
   maps them to their sources (:func:`kubemedic.drift.sources.discover`), so ``kubemedic drift``
@@ -31,9 +32,11 @@ from kubemedic.kube.api import Api, ApiError, Kind, NotFound
 from kubemedic.kube.discovery import Discovery
 from kubemedic.kube.discovery import discover as discover_api
 
-__all__ = ["CONCURRENCY", "DriftReport", "check", "discover_sources"]
+__all__ = ["CONCURRENCY", "LIST_FROM", "DriftReport", "check", "discover_sources"]
 
 CONCURRENCY = 16
+#: Wanted objects of one kind from which the kind is listed rather than read one by one.
+LIST_FROM = 10
 _Key = tuple[str, str, str, str]
 _GITOPS_KINDS = (
     ("argoproj.io/v1alpha1", "Application"),
@@ -103,23 +106,60 @@ def _placed(body: dict[str, Any], kind: Kind, desired: DesiredSet) -> dict[str, 
 async def _fetch(
     api: Api, wanted: Iterable[tuple[Kind, dict[str, Any]]]
 ) -> dict[_Key, dict[str, Any] | None]:
+    """The live counterpart of each wanted object: a kind with at least :data:`LIST_FROM`
+    wanted objects is listed (one namespace's list when they all share it, else the whole
+    cluster's, paginated), the others are read one ``GET`` each, :data:`CONCURRENCY` at once."""
+    groups: dict[Kind, list[dict[str, Any]]] = {}
+    for kind, body in wanted:
+        groups.setdefault(kind, []).append(body)
     gate = asyncio.Semaphore(CONCURRENCY)
     out: dict[_Key, dict[str, Any] | None] = {}
 
     async def one(kind: Kind, body: dict[str, Any]) -> None:
-        meta = body.get("metadata") or {}
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        key = (str(body.get("apiVersion") or ""), str(body.get("kind") or ""), namespace, name)
+        key = _key(body)
         async with gate:
             try:
-                answer = await api.request("GET", kind.path(namespace or None, name))
+                answer = await api.request("GET", kind.path(key[2] or None, key[3]))
             except NotFound:
                 out[key] = None
                 return
         out[key] = answer if isinstance(answer, dict) else None
 
-    await asyncio.gather(*(one(kind, body) for kind, body in wanted))
+    async def listed(kind: Kind, bodies: list[dict[str, Any]]) -> None:
+        namespaces = {_key(body)[2] for body in bodies}
+        only = next(iter(namespaces)) if len(namespaces) == 1 and kind.namespaced else None
+        async with gate:
+            items = await api.list_all(kind, namespace=only)
+        index = {
+            (
+                str((item.get("metadata") or {}).get("namespace") or ""),
+                str((item.get("metadata") or {}).get("name") or ""),
+            ): item
+            for item in items
+        }
+        for body in bodies:
+            key = _key(body)
+            out[key] = index.get((key[2], key[3]))
+
+    await asyncio.gather(
+        *(
+            listed(kind, bodies)
+            if len(bodies) >= LIST_FROM
+            else asyncio.gather(*(one(kind, body) for body in bodies))
+            for kind, bodies in groups.items()
+        )
+    )
     return out
+
+
+def _key(body: dict[str, Any]) -> _Key:
+    meta = body.get("metadata") or {}
+    return (
+        str(body.get("apiVersion") or ""),
+        str(body.get("kind") or ""),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+    )
 
 
 async def discover_sources(api: Api, *, discovery: Discovery | None = None) -> list[Managed]:
@@ -134,6 +174,5 @@ async def discover_sources(api: Api, *, discovery: Discovery | None = None) -> l
             items = await api.list_all(kind)
         except ApiError:
             continue
-        for item in items:  # a List's items carry no apiVersion and kind of their own
-            objects.append({"apiVersion": kind.api_version, "kind": kind.kind, **item})
+        objects.extend(items)  # list_all gives each item its apiVersion and kind
     return discover(objects)

@@ -417,11 +417,23 @@ def diff(
     if dry_run is not None and _has_apply(dry_run):
         applied = applied_fields(dry_run, applier=applier, node=node, managers=rules.managers)
         want = normalise(applied, gvk=gvk, desired=False, ignore_aggregated_roles=keep_rules)
-        raw = want
+        raw: dict[str, Any] | None = want
     else:
         want = normalise(desired, gvk=gvk, desired=True, ignore_aggregated_roles=keep_rules)
-        raw = normalise(desired, gvk=gvk, desired=False, ignore_aggregated_roles=keep_rules)
+        raw = None  # the manifest without defaults: read only when something differs
     have = normalise(live, gvk=gvk, desired=False, ignore_aggregated_roles=keep_rules)
+    differences = list(walk(want, have, node, FieldPath(), ()))
+    if not differences:  # most objects: no ownership to decode, nothing to attribute
+        return ObjectDrift(
+            api_version=api_version,
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            resource_version=live_meta.get("resourceVersion"),
+            drifts=(),
+        )
+    if raw is None:
+        raw = normalise(desired, gvk=gvk, desired=False, ignore_aggregated_roles=keep_rules)
     in_git: set[FieldPath] = set()
     _paths(raw, node, FieldPath(), in_git)
     entries = _entries(live, rules)
@@ -431,7 +443,7 @@ def diff(
     ignored = _ignored(applicable, (want, have), node)
     quiet = {m for rule in applicable for m in rule.managed_fields_managers}
     drifts: list[FieldDrift] = []
-    for found in walk(want, have, node, FieldPath(), ()):
+    for found in differences:
         owners = _owners(entries, found.path)
         if not owners and any(found.path.has_prefix(p) for p in applied_before):
             owners = (_LAST_APPLIED_OWNER,)

@@ -363,13 +363,18 @@ class Api:
         page = await self.get(path, params)
         return _check_list(page, path)
 
-    async def list_all(self, kind: Kind, *, limit: int = 500) -> list[dict[str, Any]]:
-        """Every item of ``kind``, following ``continue`` tokens, each given the ``kind`` and
-        ``apiVersion`` that list items lack. Errors are raised as they come (no retries)."""
+    async def list_all(
+        self, kind: Kind, *, limit: int = 500, namespace: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every item of ``kind`` (in ``namespace``, or everywhere), following ``continue``
+        tokens, each given the ``kind`` and ``apiVersion`` that list items lack. Errors are
+        raised as they come (no retries)."""
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
-            page = await self.list_page(kind, limit=limit, continue_token=token)
+            page = await self.list_page(
+                kind, limit=limit, continue_token=token, namespace=namespace
+            )
             for item in page.get("items") or ():
                 if isinstance(item, dict):
                     item["kind"] = kind.kind

@@ -34,7 +34,9 @@ def default_object(obj: Obj, *, group: str, version: str, kind: str) -> None:
     """Apply, in place, the defaults kube-apiserver 1.32 sets on ``kind`` of ``group/version``.
 
     Kinds without defaults (ConfigMap, Lease, Event, PodDisruptionBudget, custom resources) are
-    left untouched. Malformed parts (a string where a list belongs) are left for validation.
+    left untouched. Defaults that need the stored object's uid (a Job's generated selector) are
+    the API server's create strategy's, not defaults. Malformed parts (a string where a list
+    belongs) are left for validation.
     """
     spec = obj.get("spec")
     if group == "" and version == "v1":
@@ -56,6 +58,15 @@ def default_object(obj: Obj, *, group: str, version: str, kind: str) -> None:
             for subset in _dicts(obj, "subsets"):
                 for port in _dicts(subset, "ports"):
                     port.setdefault("protocol", "TCP")  # SetDefaults_EndpointPort
+        elif kind == "ReplicationController" and isinstance(spec, dict):
+            _default_replication_controller(obj, spec)
+    elif group == "batch" and version == "v1" and isinstance(spec, dict):
+        if kind == "Job":
+            _default_job(obj, spec)
+        elif kind == "CronJob":
+            _default_cronjob(spec)
+    elif group == "scheduling.k8s.io" and version == "v1" and kind == "PriorityClass":
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     elif group == "apps" and version == "v1" and isinstance(spec, dict):
         _default_template(spec.get("template"))
         if kind == "Deployment":
@@ -277,6 +288,70 @@ def _default_statefulset(spec: Obj) -> None:
     spec.setdefault("revisionHistoryLimit", 10)
     for claim in _dicts(spec, "volumeClaimTemplates"):
         _default_claim(claim)
+
+
+def _default_replication_controller(rc: Obj, spec: Obj) -> None:
+    """SetDefaults_ReplicationController: selector and labels from the template's labels."""
+    template = spec.get("template")
+    _default_template(template)
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    if isinstance(labels, dict):
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        rc_meta = rc.setdefault("metadata", {})
+        if isinstance(rc_meta, dict) and not rc_meta.get("labels"):
+            rc_meta["labels"] = dict(labels)
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+
+
+def _default_job(job: Obj, spec: Obj) -> None:
+    """SetDefaults_Job (with ``JobPodReplacementPolicy``, on by default in 1.32)."""
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    if spec.get("parallelism") is None:
+        spec["parallelism"] = 1
+    if spec.get("backoffLimit") is None:
+        per_index = spec.get("backoffLimitPerIndex") is not None
+        spec["backoffLimit"] = 2147483647 if per_index else 6
+    template = spec.get("template")
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    job_meta = job.get("metadata")
+    if isinstance(labels, dict) and isinstance(job_meta, dict) and not job_meta.get("labels"):
+        job_meta["labels"] = dict(labels)
+    if spec.get("completionMode") is None:
+        spec["completionMode"] = "NonIndexed"
+    if spec.get("suspend") is None:
+        spec["suspend"] = False
+    policy = spec.get("podFailurePolicy")
+    if isinstance(policy, dict):
+        for rule in _dicts(policy, "rules"):
+            for pattern in _dicts(rule, "onPodConditions"):
+                if not pattern.get("status"):
+                    pattern["status"] = "True"
+    if spec.get("podReplacementPolicy") is None:
+        failed = isinstance(policy, dict)
+        spec["podReplacementPolicy"] = "Failed" if failed else "TerminatedPodsOrFailed"
+    _default_template(template)
+
+
+def _default_cronjob(spec: Obj) -> None:
+    """SetDefaults_CronJob; the job template's pod spec gets the pod spec defaults only (the
+    Job defaults run when the controller creates a Job from it)."""
+    if not spec.get("concurrencyPolicy"):
+        spec["concurrencyPolicy"] = "Allow"
+    if spec.get("suspend") is None:
+        spec["suspend"] = False
+    if spec.get("successfulJobsHistoryLimit") is None:
+        spec["successfulJobsHistoryLimit"] = 3
+    if spec.get("failedJobsHistoryLimit") is None:
+        spec["failedJobsHistoryLimit"] = 1
+    job_template = spec.get("jobTemplate")
+    if isinstance(job_template, dict) and isinstance(job_template.get("spec"), dict):
+        _default_template(job_template["spec"].get("template"))
 
 
 def _default_claim(claim: Obj) -> None:

@@ -189,11 +189,13 @@ objects:
 
 def test_kinds_the_simulator_does_not_serve_are_rejected() -> None:
     text = (
-        MINIMAL + "objects:\n  - manifests: [{apiVersion: v1, kind: Secret, metadata: {name: s}}]\n"
+        MINIMAL
+        + "objects:\n  - manifests: [{apiVersion: networking.k8s.io/v1, kind: Ingress, "
+        + "metadata: {name: s}}]\n"
     )
     assert only_problem(text) == (
         "objects[0].manifests[0].kind",
-        "the simulator does not serve v1 Secret",
+        "the simulator does not serve networking.k8s.io/v1 Ingress",
     )
 
 

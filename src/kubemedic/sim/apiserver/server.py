@@ -31,9 +31,9 @@ from kubemedic.model.objects import gc_paused
 from kubemedic.sim.apiserver.http.faults import Faults
 from kubemedic.sim.apiserver.openapi import crds
 from kubemedic.sim.apiserver.openapi.gitops_crds import gitops_crds
-from kubemedic.sim.apiserver.registry import defaulting, zeroing
+from kubemedic.sim.apiserver.registry import admitting, defaulting, zeroing
 from kubemedic.sim.apiserver.registry.collecting import Collector
-from kubemedic.sim.apiserver.registry.writing import Writer
+from kubemedic.sim.apiserver.registry.writing import WriteOptions, Writer
 from kubemedic.sim.apiserver.storage import DEFAULT_HISTORY, Store
 from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.apiresources import Registry
@@ -84,6 +84,11 @@ class ApiServer:
         self.routes: list[Callable[[web.Application], None]] = []
         for name in SYSTEM_NAMESPACES:
             self.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}])
+        # kube-apiserver's bootstrap creates the system PriorityClasses, as any client would.
+        classes = self.registry.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        assert classes is not None
+        for body in admitting.system_priority_classes():
+            self.writer.create(classes, "", body, WriteOptions(manager="kube-apiserver"))
         # Custom resources are announced by their definitions, as on a real cluster (lightkube
         # and kubectl discover them through customresourcedefinitions).
         established = rfc3339(self.clock.now())

@@ -109,7 +109,12 @@ RESOURCES: tuple[Resource, ...] = (
         verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
         subresources=(_status("Service"),),
     ),
+    Resource(
+        "", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller",
+        True, ("rc",), ("all",), subresources=(_status("ReplicationController"), _scale()),
+    ),
     Resource("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",)),
+    Resource("", "v1", "Secret", "secrets", "secret", True),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",)),
     Resource(
         "apps", "v1", "Deployment", "deployments", "deployment", True, ("deploy",), ("all",),
@@ -128,10 +133,21 @@ RESOURCES: tuple[Resource, ...] = (
         subresources=(_status("DaemonSet"),),
     ),
     Resource(
+        "batch", "v1", "CronJob", "cronjobs", "cronjob", True, ("cj",), ("all",),
+        subresources=(_status("CronJob"),),
+    ),
+    Resource(
+        "batch", "v1", "Job", "jobs", "job", True, (), ("all",), subresources=(_status("Job"),),
+    ),
+    Resource(
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget",
         True, ("pdb",), subresources=(_status("PodDisruptionBudget"),),
     ),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
+    Resource(
+        "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False,
+        ("pc",),
+    ),
     Resource("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",), storage="events"),
     Resource(
         "metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", "", False, verbs=READ_VERBS,

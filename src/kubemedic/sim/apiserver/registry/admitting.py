@@ -17,6 +17,8 @@ the rest of what kube-apiserver 1.32 changes before it stores a write:
   manifest). Call :func:`prepare_for_update` before
   :func:`~kubemedic.sim.apiserver.registry.defaulting.default_object` so IP families are adopted
   from the stored Service rather than defaulted afresh.
+* **Strategy** of Jobs: unless ``manualSelector`` is true, the selector is generated from the
+  new uid (``batch.kubernetes.io/controller-uid``) and the template labelled to match.
 * **Allocation**: cluster IPs come from the service CIDR ``10.96.0.0/12``
   (:func:`allocate_cluster_ip`), node ports from ``30000-32767`` (:func:`allocate_node_port`).
 """
@@ -39,6 +41,7 @@ __all__ = [
     "prepare_for_create",
     "prepare_for_update",
     "qos_class",
+    "system_priority_classes",
 ]
 
 Obj = dict[str, Any]
@@ -135,6 +138,27 @@ def _admit_priority(spec: Obj, pod_name: str, classes: Mapping[str, Mapping[str,
     spec["preemptionPolicy"] = preemption
 
 
+def system_priority_classes() -> list[Obj]:
+    """The PriorityClasses kube-apiserver creates at start-up (``SystemPriorityClasses`` of
+    ``pkg/apis/scheduling``), as the bodies it posts."""
+    descriptions = {
+        "system-node-critical": "Used for system critical pods that must not be moved from "
+        "their current node.",
+        "system-cluster-critical": "Used for system critical pods that must run in the cluster, "
+        "but can be moved to another node if necessary.",
+    }
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "description": descriptions[name],
+        }
+        for name, value in _SYSTEM_PRIORITY_CLASSES.items()
+    ]
+
+
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 
 
@@ -182,12 +206,56 @@ def prepare_for_create(obj: Obj, *, group: str, version: str, kind: str) -> None
             finalizers.append("kubernetes")
     elif (group, kind) in _EMPTY_STATUS:
         obj["status"] = dict.fromkeys(_EMPTY_STATUS[group, kind], 0)
+    if group == "batch" and kind == "Job":
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and spec.get("manualSelector") is not True:
+            _generate_job_selector(obj, spec)
+
+
+#: The labels a Job's generated selector puts on its pods (``batch.kubernetes.io/...`` and the
+#: legacy unprefixed pair, both still written in 1.32).
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+
+
+def _generate_job_selector(job: Obj, spec: Obj) -> None:
+    """``generateSelector`` of the Job strategy (run in its ``Validate``, once the uid exists):
+    the template gets the job-name and controller-uid labels, the selector matches the uid.
+    The Job's own labels, when it has none, become the template's: the defaults the real
+    server applies again when it reads the stored Job back."""
+    meta = job.get("metadata") or {}
+    name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        template = spec["template"] = {}
+    template_meta = template.get("metadata")
+    if not isinstance(template_meta, dict):
+        template_meta = template["metadata"] = {}
+    labels = template_meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = template_meta["labels"] = {}
+    for key in JOB_NAME_LABELS:
+        labels.setdefault(key, name)
+    for key in JOB_UID_LABELS:
+        labels.setdefault(key, uid)
+    selector = spec.get("selector")
+    if not isinstance(selector, dict):
+        selector = spec["selector"] = {}
+    match = selector.get("matchLabels")
+    if not isinstance(match, dict):
+        match = selector["matchLabels"] = {}
+    match.setdefault(JOB_UID_LABELS[0], uid)
+    if isinstance(meta, dict) and not meta.get("labels"):
+        meta["labels"] = dict(labels)
 
 
 #: Status counters without ``omitempty`` (``required`` in the OpenAPI schema): Go prints them
 #: even when zero, so a new object shows them.
 _EMPTY_STATUS: dict[tuple[str, str], tuple[str, ...]] = {
     ("apps", "Deployment"): (),
+    ("batch", "Job"): (),
+    ("batch", "CronJob"): (),
+    ("", "ReplicationController"): ("replicas",),
     ("apps", "ReplicaSet"): ("replicas",),
     ("apps", "StatefulSet"): ("replicas",),
     ("apps", "DaemonSet"): (

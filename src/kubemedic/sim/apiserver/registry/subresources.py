@@ -197,7 +197,10 @@ def scale_of(res: Resource, obj: Mapping[str, Any]) -> Obj:
     selector = status.get("selector") if res.custom else None
     if selector is None:
         sel = spec.get("selector") or {}
-        selector = str(selecting.LabelSelector.from_object(sel)) if sel else ""
+        if res.kind == "ReplicationController":  # a plain label map, not a LabelSelector
+            selector = str(selecting.LabelSelector.from_set(sel))
+        else:
+            selector = str(selecting.LabelSelector.from_object(sel)) if sel else ""
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

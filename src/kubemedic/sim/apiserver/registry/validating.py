@@ -10,7 +10,8 @@ finalizers that are qualified names (and, on built-in kinds, standard or domain-
 on update immutable name, namespace, uid and creation and deletion timestamps, no new finalizers
 once deleting, and no decreasing generation. The kinds' own rules live in
 :mod:`~kubemedic.sim.apiserver.registry.validating_pods`,
-:mod:`~kubemedic.sim.apiserver.registry.validating_workloads` and
+:mod:`~kubemedic.sim.apiserver.registry.validating_workloads`,
+:mod:`~kubemedic.sim.apiserver.registry.validating_batch` and
 :mod:`~kubemedic.sim.apiserver.registry.validating_kinds`.
 
 Field validation while decoding (unknown fields, undecodable values) comes earlier, in
@@ -22,7 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubemedic.sim.apiserver.registry import validating_kinds, validating_pods, validating_workloads
+from kubemedic.sim.apiserver.registry import (
+    validating_batch,
+    validating_kinds,
+    validating_pods,
+    validating_workloads,
+)
 from kubemedic.sim.machinery import naming
 from kubemedic.sim.machinery.errors import Cause
 
@@ -187,4 +193,5 @@ _RULES: dict[tuple[str, str], naming.Rule] = {
     **validating_pods.RULES,
     **validating_workloads.RULES,
     **validating_kinds.RULES,
+    **validating_batch.RULES,
 }

@@ -37,8 +37,9 @@ from kubemedic.sim.machinery.objects import Key, Obj, clone
 
 #: Kinds whose strategies keep ``metadata.generation`` (bumped when the spec changes).
 _GENERATION_KINDS = frozenset(
-    {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "PodDisruptionBudget"}
-)
+    {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "PodDisruptionBudget", "Job",
+     "CronJob", "ReplicationController", "PriorityClass"}
+)  # fmt: skip
 #: Kinds whose DELETE answers with the deleted object rather than a ``Status``.
 _RETURNS_DELETED = frozenset({"Pod", "Service", "Namespace", "Node", "Event"})
 
@@ -280,8 +281,9 @@ class Writer:
                 spec["clusterIPs"] = [ip]
 
     def _priority_classes(self) -> dict[str, Obj]:
-        """PriorityClasses by name (none are served yet: only the built-in system classes)."""
-        return {}
+        """The stored PriorityClasses by name."""
+        found = self.store.scan("priorityclasses.scheduling.k8s.io")
+        return {key[1]: entry.obj for key, entry in found}
 
     # update ------------------------------------------------------------------------------
 

@@ -20,9 +20,12 @@ __all__ = ["NAME", "column", "description", "for_resource"]
 
 
 _APPS, _PARTS = ("Deployment", "ReplicaSet", "DaemonSet"), ("Spec", "Status")
+_BATCH = ("Job", "CronJob")
 _DEFINITIONS = {
     "ObjectMeta": "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
     "LeaseSpec": "io.k8s.api.coordination.v1.LeaseSpec",
+    "PriorityClass": "io.k8s.api.scheduling.v1.PriorityClass",
+    **{f"{kind}{part}": f"io.k8s.api.batch.v1.{kind}{part}" for kind in _BATCH for part in _PARTS},
     **{f"{kind}{part}": f"io.k8s.api.apps.v1.{kind}{part}" for kind in _APPS for part in _PARTS},
 }
 
@@ -113,6 +116,45 @@ _SPECS: dict[tuple[str, str], tuple[_Spec, ...]] = {
         _CONTAINERS,
         _IMAGES,
         ("Selector", _S, "@DaemonSetSpec.selector", 1),
+    ),
+    ("", "replicationcontrollers"): (
+        NAME,
+        ("Desired", _I, "@ReplicationControllerSpec.replicas"),
+        ("Current", _I, "@ReplicationControllerStatus.replicas"),
+        ("Ready", _I, "@ReplicationControllerStatus.readyReplicas"),
+        _AGE,
+        _CONTAINERS,
+        _IMAGES,
+        ("Selector", _S, "@ReplicationControllerSpec.selector", 1),
+    ),
+    ("batch", "jobs"): (
+        NAME,
+        ("Status", _S, "Status of the job."),
+        ("Completions", _S, "@JobStatus.succeeded"),
+        ("Duration", _S, "Time required to complete the job."),
+        _AGE,
+        _CONTAINERS,
+        _IMAGES,
+        ("Selector", _S, "@JobSpec.selector", 1),
+    ),
+    ("batch", "cronjobs"): (
+        NAME,
+        ("Schedule", _S, "@CronJobSpec.schedule"),
+        ("Timezone", _S, "@CronJobSpec.timeZone"),
+        ("Suspend", "boolean", "@CronJobSpec.suspend"),
+        ("Active", _I, "@CronJobStatus.active"),
+        ("Last Schedule", _S, "@CronJobStatus.lastScheduleTime"),
+        _AGE,
+        _CONTAINERS,
+        _IMAGES,
+        ("Selector", _S, "@JobSpec.selector", 1),
+    ),
+    ("scheduling.k8s.io", "priorityclasses"): (
+        NAME,
+        ("Value", _I, "@PriorityClass.value"),
+        ("Global-Default", "boolean", "@PriorityClass.globalDefault"),
+        _AGE,
+        ("PreemptionPolicy", _S, "@PriorityClass.preemptionPolicy"),
     ),
     ("", "services"): (
         NAME,

@@ -342,6 +342,75 @@ def _daemonset_cells(ds: Obj, now: datetime) -> list[Any]:
     ]
 
 
+def _replication_controller_cells(obj: Obj, now: datetime) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    name, age = _meta_cells(obj, now)
+    counts = [_int(spec.get("replicas", 1)), _int(status.get("replicas"))]
+    counts.append(_int(status.get("readyReplicas")))
+    return [name, *counts, age, *_containers(spec), _format_labels(spec.get("selector"))]
+
+
+def _job_status(job: Obj) -> str:
+    """printJob's STATUS: the first of its conditions that holds, else Running."""
+    held = {
+        c.get("type")
+        for c in dig(job, "status", "conditions") or []
+        if isinstance(c, Mapping) and c.get("status") == "True"
+    }
+    if "Complete" in held:
+        return "Complete"
+    if "Failed" in held:
+        return "Failed"
+    if dig(job, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    for condition in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if condition in held:
+            return condition
+    return "Running"
+
+
+def _job_cells(obj: Obj, now: datetime) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    name, age = _meta_cells(obj, now)
+    succeeded = _int(status.get("succeeded"))
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{_int(spec['completions'])}"
+    elif _int(spec.get("parallelism")) > 1:
+        completions = f"{succeeded}/1 of {_int(spec['parallelism'])}"
+    else:
+        completions = f"{succeeded}/1"
+    started = aging.parse_time(status.get("startTime"))
+    finished = aging.parse_time(status.get("completionTime"))
+    duration = "" if started is None else aging.human_duration((finished or now) - started)
+    selector = _format_selector(spec.get("selector"))
+    return [name, _job_status(obj), completions, duration, age, *_containers(spec), selector]
+
+
+def _cronjob_cells(obj: Obj, now: datetime) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    name, age = _meta_cells(obj, now)
+    last = status.get("lastScheduleTime")
+    suspend = spec.get("suspend")
+    job_spec = dig(spec, "jobTemplate", "spec") or {}
+    return [
+        name,
+        spec.get("schedule", ""),
+        spec.get("timeZone") or "<none>",
+        "<unset>" if suspend is None else str(bool(suspend)),
+        len(status.get("active") or []),
+        aging.since(last, now) if last else "<none>",
+        age,
+        *_containers(job_spec),
+        _format_selector(job_spec.get("selector")),
+    ]
+
+
+def _priority_class_cells(obj: Obj, now: datetime) -> list[Any]:
+    name, age = _meta_cells(obj, now)
+    value, default = _int(obj.get("value")), bool(obj.get("globalDefault"))
+    return [name, value, default, age, obj.get("preemptionPolicy") or ""]
+
+
 _PRINTERS: dict[tuple[str, str], Callable[[Obj, datetime], list[Any]]] = {
     ("", "nodes"): _node_cells,
     ("", "services"): _service_cells,
@@ -351,6 +420,10 @@ _PRINTERS: dict[tuple[str, str], Callable[[Obj, datetime], list[Any]]] = {
     ("apps", "statefulsets"): _statefulset_cells,
     ("apps", "replicasets"): _replicaset_cells,
     ("apps", "daemonsets"): _daemonset_cells,
+    ("", "replicationcontrollers"): _replication_controller_cells,
+    ("batch", "jobs"): _job_cells,
+    ("batch", "cronjobs"): _cronjob_cells,
+    ("scheduling.k8s.io", "priorityclasses"): _priority_class_cells,
     ("", "namespaces"): _simple(lambda o: [dig(o, "status", "phase") or ""]),
     ("", "configmaps"): _simple(
         lambda o: [len(o.get("data") or {}) + len(o.get("binaryData") or {})]

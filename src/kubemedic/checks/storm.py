@@ -79,7 +79,13 @@ from kubemedic.model import objects, owners, placement, timing
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.view import ClusterView
 
-__all__ = ["ADMISSION_REASONS", "FailedPodStormConfig", "failed_pod_storm", "parse_insufficient"]
+__all__ = [
+    "ADMISSION_REASONS",
+    "FailedPodStormConfig",
+    "failed_pod_storm",
+    "parse_insufficient",
+    "rejected_at_admission",
+]
 
 ADMISSION_REASONS = frozenset(
     {
@@ -157,7 +163,7 @@ def failed_pod_storm(view: ClusterView, config: FailedPodStormConfig) -> list[Fi
     storms: dict[tuple[str, str, str], _Storm] = {}
     extra = frozenset(config.extra_reasons)
     for pod in view.pods:
-        if not _rejected_at_admission(pod, extra):
+        if not rejected_at_admission(pod, extra):
             continue
         owner = _owner(view, pod)
         if owner is None:
@@ -173,7 +179,8 @@ def failed_pod_storm(view: ClusterView, config: FailedPodStormConfig) -> list[Fi
     return findings
 
 
-def _rejected_at_admission(pod: Body, extra: frozenset[str]) -> bool:
+def rejected_at_admission(pod: Body, extra: frozenset[str] = frozenset()) -> bool:
+    """A Failed pod the kubelet refused at admission (the module docstring's rules)."""
     status = objects.get_map(pod, "status")
     if status.get("phase") != "Failed":
         return False

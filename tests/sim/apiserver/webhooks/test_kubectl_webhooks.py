@@ -148,11 +148,14 @@ def webhook(tmp_path: Path) -> Iterator[Webhook]:
             if state.delay:
                 time.sleep(state.delay)
             body = json.dumps(_answer(review)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:
+                pass  # the caller gave up waiting (the timeout test)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -361,9 +364,44 @@ def test_a_slow_webhook_times_out(cluster: Running, webhook: Webhook) -> None:
     assert "context deadline exceeded" in created.stderr
 
 
-def test_dry_run_needs_a_webhook_without_side_effects(cluster: Running, webhook: Webhook) -> None:
-    _setup(cluster, webhook, sideEffects="Some")
+def test_a_server_dry_run_is_sent_as_one(cluster: Running, webhook: Webhook) -> None:
+    _setup(cluster, webhook, sideEffects="NoneOnDryRun")
     dry = cluster.kubectl(
-        "apply", "--dry-run=server", "-f", "-", input=_deployment("api", "guarded"), check=False
+        "apply", "--dry-run=server", "-f", "-", input=_deployment("web", "guarded", "warn")
     )
-    assert 'admission webhook "guard.kubemedic.io" does not support dry run' in dry.stderr
+    assert "Warning: CREATE of web: pinned to a node" in dry.stderr
+    request = webhook.requests()[-1]
+    assert request["dryRun"] is True
+    assert request["options"]["dryRun"] == ["All"]
+    assert cluster.kubectl("get", "deployment", "web", "-n", "guarded", check=False).returncode
+
+
+def test_configurations_are_defaulted_and_validated(cluster: Running, webhook: Webhook) -> None:
+    cluster.kubectl("apply", "-f", "-", input=_configuration("guard", webhook.url, "", rules=[
+        {"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+         "resources": ["deployments"]}]))  # fmt: skip
+    stored = json.loads(
+        cluster.kubectl("get", "validatingwebhookconfiguration", "guard", "-o", "json").stdout
+    )
+    hook = stored["webhooks"][0]
+    assert (hook["failurePolicy"], hook["matchPolicy"], hook["timeoutSeconds"]) == (
+        "Fail", "Equivalent", 10
+    )  # fmt: skip
+    assert hook["objectSelector"] == {} and hook["rules"][0]["scope"] == "*"
+    assert "guard" in cluster.kubectl("get", "validatingwebhookconfigurations").stdout
+    bad = json.loads(
+        _configuration("bad", "http://127.0.0.1:1/", "", sideEffects="Some", timeoutSeconds=40)
+    )
+    bad["webhooks"][0]["name"] = "short"
+    refused = cluster.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
+    assert refused.returncode != 0
+    for message in (
+        'webhooks[0].name: Invalid value: "short": should be a domain with at least three '
+        "segments separated by dots",
+        "webhooks[0].clientConfig.url: Invalid value: \"http://127.0.0.1:1/\": 'https' is the "
+        "only allowed URL scheme",
+        'webhooks[0].sideEffects: Unsupported value: "Some"',
+        "webhooks[0].timeoutSeconds: Invalid value: 40: the timeout value must be between 1 "
+        "and 30 seconds",
+    ):
+        assert message in refused.stderr

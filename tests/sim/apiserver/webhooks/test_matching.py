@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubemedic.sim.apiserver.webhooks.calling import Attributes, review_request
+from kubemedic.sim.apiserver.webhooks.calling import Attributes, denial, review_request
 from kubemedic.sim.apiserver.webhooks.matching import matches, rule_matches
 
 _DEPLOYMENTS = {
@@ -131,3 +131,15 @@ def test_the_review_carries_what_kube_apiserver_sends() -> None:
     assert (request["name"], request["namespace"], request["operation"]) == (
         "web", "shop", "DELETE"
     )  # fmt: skip
+
+
+def test_a_denial_is_worded_as_to_status_err() -> None:
+    coded = denial("g.example.com", {"code": 403, "reason": "Forbidden", "message": "no"})
+    assert (coded.code, coded.reason) == (403, "Forbidden")
+    assert coded.message == 'admission webhook "g.example.com" denied the request: no'
+    bare = denial("g.example.com", None)
+    assert bare.code == 400  # codes below 400 (or none) become 400
+    assert (
+        bare.message == 'admission webhook "g.example.com" denied the request without explanation'
+    )
+    assert denial("g.example.com", {"reason": "Pinned"}).message.endswith("request: Pinned")

@@ -53,7 +53,7 @@ import orjson
 from kubemedic.sim.apiserver.webhooks.matching import matches
 from kubemedic.sim.machinery import errors
 
-__all__ = ["ADMIN_USER", "Attributes", "dispatch", "review_request", "warning_header"]
+__all__ = ["ADMIN_USER", "Attributes", "denial", "dispatch", "review_request", "warning_header"]
 
 Obj = dict[str, Any]
 
@@ -220,7 +220,7 @@ def _call(webhook: Mapping[str, Any], review: Obj) -> Obj:
     return response
 
 
-def _denial(name: str, result: Any) -> errors.StatusError:
+def denial(name: str, result: Any) -> errors.StatusError:
     """``webhookerrors.ToStatusErr``."""
     status = result if isinstance(result, dict) else {}
     denied = f'admission webhook "{name}" denied the request'
@@ -277,5 +277,5 @@ def dispatch(
                 raise refuse(errors.internal(f'failed calling webhook "{name}": {exc}')) from exc
             warnings.extend(str(w) for w in response.get("warnings") or () if str(w))
             if response.get("allowed") is not True:
-                raise refuse(_denial(name, response.get("status")))
+                raise refuse(denial(name, response.get("status")))
     return warnings

@@ -65,6 +65,8 @@ def default_object(obj: Obj, *, group: str, version: str, kind: str) -> None:
             _default_job(obj, spec)
         elif kind == "CronJob":
             _default_cronjob(spec)
+    elif group == "admissionregistration.k8s.io" and kind == "ValidatingWebhookConfiguration":
+        _default_validating_webhooks(obj)
     elif group == "scheduling.k8s.io" and version == "v1" and kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     elif group == "apps" and version == "v1" and isinstance(spec, dict):
@@ -460,6 +462,22 @@ _NODE_INFO = (
     "operatingSystem",
     "architecture",
 )
+
+
+def _default_validating_webhooks(configuration: Obj) -> None:
+    """``SetDefaults_ValidatingWebhook``, ``SetDefaults_Rule``, ``SetDefaults_ServiceReference``
+    of ``admissionregistration/v1``."""
+    for hook in _dicts(configuration, "webhooks"):
+        hook.setdefault("failurePolicy", "Fail")
+        hook.setdefault("matchPolicy", "Equivalent")
+        hook.setdefault("namespaceSelector", {})
+        hook.setdefault("objectSelector", {})
+        hook.setdefault("timeoutSeconds", 10)
+        for rule in _dicts(hook, "rules"):
+            rule.setdefault("scope", "*")
+        service = (hook.get("clientConfig") or {}).get("service")
+        if isinstance(service, dict):
+            service.setdefault("port", 443)
 
 
 def _dicts(holder: Mapping[str, Any], *keys: str) -> Iterator[Obj]:

@@ -150,6 +150,10 @@ RESOURCES: tuple[Resource, ...] = (
     ),
     Resource("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",), storage="events"),
     Resource(
+        "admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations", "validatingwebhookconfiguration", False,
+    ),
+    Resource(
         "metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", "", False, verbs=READ_VERBS,
     ),
     Resource(

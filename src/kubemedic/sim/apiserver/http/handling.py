@@ -31,6 +31,7 @@ from kubemedic.sim.apiserver.protobuf import MEDIA_TYPE, ProtobufError, Unsuppor
 from kubemedic.sim.apiserver.registry import converting, reading, subresources
 from kubemedic.sim.apiserver.registry.writing import DeleteOptions, WriteOptions
 from kubemedic.sim.apiserver.tables import tabulating
+from kubemedic.sim.apiserver.webhooks.calling import warning_header
 from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.apiresources import Resource
 from kubemedic.sim.machinery.clock import http_date, rfc3339_micro
@@ -251,6 +252,7 @@ class Handler:
             options = _delete_options(request, raw)
             obj, gone = writer.delete(res, key, options)
             self.server.collector.tick()
+            warned = {"Warning": warning_header(options.warnings)} if options.warnings else None
             if gone and res.kind not in ("Pod", "Service", "Namespace", "Node", "Event"):
                 meta = obj.get("metadata", {})
                 return json_response(
@@ -265,22 +267,21 @@ class Handler:
                             "kind": res.plural,
                             "uid": meta.get("uid"),
                         },
-                    }
+                    },
+                    headers=warned,
                 )
             # 202 only when the deletion is pending and the client sent orphanDependents=false,
             # as the real handler answers (pending pods, finalizers, foreground: 200).
             accepted = not gone and _orphan_dependents(request, raw) is False
-            return json_response(reading.present(res, obj), status=202 if accepted else 200)
+            return json_response(
+                reading.present(res, obj), status=202 if accepted else 200, headers=warned
+            )
         raise errors.method_not_allowed()
 
     def _written(
         self, res: Resource, obj: Obj, opts: WriteOptions, *, status: int = 200
     ) -> web.Response:
-        headers = {}
-        if opts.warnings:
-            headers["Warning"] = ", ".join(
-                '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"' for w in opts.warnings
-            )
+        headers = {"Warning": warning_header(opts.warnings)} if opts.warnings else {}
         self.server.collector.tick()
         return json_response(reading.present(res, obj), status=status, headers=headers)
 

@@ -30,6 +30,7 @@ from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.definitions import SchemaNode, definitions
 
 __all__ = [
+    "copy_keeping",
     "decoding_error",
     "is_clean",
     "prune_unknown",
@@ -419,3 +420,18 @@ def decoded(body: Any) -> Any:
     JSON round trip; bodies components build in Python reach the registry as the server would
     read them off the wire)."""
     return orjson.loads(orjson.dumps(body))
+
+
+def copy_keeping(body: dict[str, Any], managed: object) -> dict[str, Any]:
+    """``body`` decoded (:func:`decoded`), but for its ``metadata.managedFields`` if
+    that is ``managed`` (a patch that leaves them as stored: they are compared, never changed,
+    on the way)."""
+    meta = body.get("metadata")
+    if managed is None or not isinstance(meta, dict) or meta.get("managedFields") is not managed:
+        copied: dict[str, Any] = decoded(body)
+        return copied
+    rest = {k: v for k, v in meta.items() if k != "managedFields"}
+    copied = decoded({**body, "metadata": rest})
+    copied_meta = copied["metadata"]
+    copied["metadata"] = {k: managed if k == "managedFields" else copied_meta[k] for k in meta}
+    return copied

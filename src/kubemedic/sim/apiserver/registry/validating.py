@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubemedic.sim.apiserver.registry import (
+    validating_admission,
     validating_batch,
     validating_kinds,
     validating_pods,
@@ -69,7 +70,16 @@ def validate(
 
 
 _BUILT_IN_GROUPS = frozenset(
-    {"", "apps", "policy", "coordination.k8s.io", "events.k8s.io", "batch", "scheduling.k8s.io"}
+    {
+        "",
+        "apps",
+        "policy",
+        "coordination.k8s.io",
+        "events.k8s.io",
+        "batch",
+        "scheduling.k8s.io",
+        "admissionregistration.k8s.io",
+    }
 )
 
 
@@ -194,4 +204,5 @@ _RULES: dict[tuple[str, str], naming.Rule] = {
     **validating_workloads.RULES,
     **validating_kinds.RULES,
     **validating_batch.RULES,
+    **validating_admission.RULES,
 }

@@ -27,6 +27,8 @@ from typing import Any
 from kubemedic.sim.apiserver.fields import applying, fieldmanaging
 from kubemedic.sim.apiserver.patches import patching
 from kubemedic.sim.apiserver.registry import admitting, decoding, defaulting, validating
+from kubemedic.sim.apiserver.registry.webhooking import admit
+from kubemedic.sim.apiserver.registry.webhooking import options as webhook_options
 from kubemedic.sim.apiserver.storage import Entry, Store
 from kubemedic.sim.machinery import errors
 from kubemedic.sim.machinery.apiresources import Resource
@@ -74,6 +76,7 @@ class DeleteOptions:
     uid: str | None = None
     resource_version: str | None = None
     dry_run: bool = False
+    warnings: list[str] = field(default_factory=list)
 
 
 def _generation_changed(res: Resource, old: Obj, new: Obj) -> bool:
@@ -144,7 +147,7 @@ class Writer:
             raise errors.bad_request(
                 f"the body of the request was not a {res.kind} object: got {type(body).__name__}"
             )
-        obj: Obj = _copy_keeping(body, stored_managed)
+        obj: Obj = decoding.copy_keeping(body, stored_managed)
         schema = self.schema(res)
         if schema is not None and decoding.is_clean(
             obj, schema, raw=opts.raw if opts.field_validation != "Ignore" else None
@@ -191,6 +194,17 @@ class Writer:
             name = str(obj.get("metadata", {}).get("name") or "")
             raise errors.invalid(res.kind, name, causes, group=res.group)
 
+    def _webhooks(
+        self, res: Resource, operation: str, key: Key, *, obj: Obj, old: Obj | None,
+        opts: WriteOptions, kind: str, subresource: str = "",
+    ) -> None:  # fmt: skip
+        """The validating admission webhooks (:mod:`.webhooking`); warnings into ``opts``."""
+        opts.warnings.extend(admit(
+            self.store, res, operation, key, obj=obj, old=old, dry_run=opts.dry_run,
+            request_options=webhook_options(kind, manager=opts.manager, dry_run=opts.dry_run),
+            subresource=subresource,
+        ))  # fmt: skip
+
     def _require_namespace(self, res: Resource, namespace: str, name: str = "") -> None:
         if not res.namespaced:
             return
@@ -231,6 +245,7 @@ class Writer:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
+        requested = (namespace if res.namespaced else "", str(meta.get("name") or ""))
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = str(meta["generateName"]) + self.suffix()
         self._require_namespace(res, namespace, str(meta.get("name") or ""))
@@ -244,6 +259,7 @@ class Writer:
             api_version=res.api_version, schema=self.schema(res),
         )  # fmt: skip
         self._admit_unowned(res, obj)
+        self._webhooks(res, "CREATE", requested, obj=obj, old=None, opts=opts, kind="CreateOptions")
         if opts.dry_run:
             return obj
         return self.store.put(res.store_key, key, obj, event="ADDED").obj
@@ -334,6 +350,10 @@ class Writer:
                 old=old, new=new, manager=opts.manager, subresource=subresource,
                 time=self.now(), api_version=res.api_version, schema=self.schema(res),
             )  # fmt: skip
+        self._webhooks(
+            res, "UPDATE", key, obj=new, old=old, opts=opts, kind="UpdateOptions",
+            subresource=subresource,
+        )  # fmt: skip
         return self._commit(res, key, old, new, dry_run=opts.dry_run)
 
     def _strategy_update(self, res: Resource, old: Obj, obj: Obj, *, subresource: str) -> Obj:
@@ -466,6 +486,9 @@ class Writer:
                 merged["metadata"]["managedFields"] = managed
             self._admit_unowned(res, merged)
             self._validate(res, merged, None)
+            self._webhooks(
+                res, "CREATE", key, obj=merged, old=None, opts=opts, kind="CreateOptions"
+            )
             if opts.dry_run:
                 return merged
             return self.store.put(res.store_key, key, merged, event="ADDED").obj
@@ -504,6 +527,13 @@ class Writer:
                 f"{options.resource_version}, ResourceVersion in object meta: {entry.rv}",
                 group=res.group,
             )
+        options.warnings.extend(admit(
+            self.store, res, "DELETE", key, obj=None, old=obj, dry_run=options.dry_run,
+            request_options=webhook_options(
+                "DeleteOptions", dry_run=options.dry_run, gracePeriodSeconds=options.grace_seconds,
+                propagationPolicy=options.propagation,
+            ),
+        ))  # fmt: skip
         new = clone(obj)
         new_meta = new["metadata"]
         finalizers: list[str] = list(new_meta.get("finalizers") or [])
@@ -564,18 +594,3 @@ class Writer:
     def finish_deletion(self, res: Resource, key: Key) -> None:
         """Remove an object whose deletion is due (grace over, finalizers gone)."""
         self.store.remove(res.store_key, key)
-
-
-def _copy_keeping(body: Obj, managed: object) -> Obj:
-    """``body`` decoded (:func:`~.decoding.decoded`), but for its ``metadata.managedFields`` if
-    that is ``managed`` (a patch that leaves them as stored: they are compared, never changed,
-    on the way)."""
-    meta = body.get("metadata")
-    if managed is None or not isinstance(meta, dict) or meta.get("managedFields") is not managed:
-        copied: Obj = decoding.decoded(body)
-        return copied
-    rest = {k: v for k, v in meta.items() if k != "managedFields"}
-    copied = decoding.decoded({**body, "metadata": rest})
-    copied_meta = copied["metadata"]
-    copied["metadata"] = {k: managed if k == "managedFields" else copied_meta[k] for k in meta}
-    return copied

@@ -45,6 +45,39 @@ def test_forty_percent_of_a_zone_at_once_is_held_with_one_alert_and_no_reboot() 
     assert not acts(again)
 
 
+def test_a_silent_zone_read_from_heartbeats_then_marked_by_the_controller_is_one_alert() -> None:
+    # First round: Ready still says True, but the heartbeats stopped (the policy reads Unknown
+    # since the last one plus the grace period). A round later the node lifecycle controller has
+    # written Ready=Unknown with a transition time of its own, seconds after that.
+    silent = T0 - 5 * MINUTE
+    now = T0
+    first = healthy_pool(10, prefix="c", pool="batch", zone="zone-c", now=now)
+    for i in range(4):
+        first[i] = node(
+            f"c{i}", heartbeat=silent, pool="batch", zone="zone-c", agent=False, now=now
+        )
+    plan = round_(first, SETTINGS, now=now)
+    assert len(acts(plan, Action.ALERT)) == 1
+    marked = healthy_pool(10, prefix="c", pool="batch", zone="zone-c", now=now + MINUTE)
+    for i in range(4):
+        marked[i] = node(
+            f"c{i}",
+            ready="Unknown",
+            since=silent + timedelta(seconds=40 + 5 + 3 * i),
+            pool="batch",
+            zone="zone-c",
+            agent=False,
+            now=now + MINUTE,
+        )
+    again = round_(marked, SETTINGS, now=now + MINUTE, alerted=plan.alerted)
+    assert not acts(again, Action.ALERT), [d.message for d in acts(again, Action.ALERT)]
+    assert set(again.correlated) == {"c0", "c1", "c2", "c3"}
+    # Ready again, then down again later: a new fault, announced again.
+    back = healthy_pool(10, prefix="c", pool="batch", zone="zone-c", now=now + 30 * MINUTE)
+    healed = round_(back, SETTINGS, now=now + 30 * MINUTE, alerted=again.alerted)
+    assert not [k for k in healed.alerted if k.startswith("correlated-node:")]
+
+
 def test_the_same_failures_spread_over_time_are_repaired_one_by_one() -> None:
     nodes = _zone_c(4, spread=timedelta(minutes=5), now=T0 + 20 * MINUTE)
     plan = round_(nodes, SETTINGS, now=T0 + 20 * MINUTE)

@@ -86,15 +86,14 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
             sticky[name] = group.short()
 
     decisions: list[Decision] = []
-    # A fault is announced once: a group whose nodes (down since the same times) were in a
-    # group already is the same fault, whatever its first node or window has become since.
-    outage = {name: f"{_OUTAGE}{name}:{since.isoformat()}" for name, since in not_ready.items()}
-    seen = {key for key in state.alerted if key.startswith(_OUTAGE)}
+    # A fault is announced once: a group holding a node whose outage was announced already is
+    # the same fault, whatever its first node, window or key has become since.
+    announced_down = _still_down(state.alerted, not_ready, settings.correlation.window)
     alerted = {key for key in state.alerted if not key.startswith(_OUTAGE)}
     for group in groups:
-        members = {outage[name] for name in group.nodes}
-        announced = group.key in alerted or bool(members & seen)
-        seen |= members  # a group overlapping this one, this round or later, is the same fault
+        announced = group.key in alerted or bool(group.nodes & announced_down.keys())
+        for name in group.nodes:  # a group overlapping this one, this round or later, is the same
+            announced_down.setdefault(name, _outage_key(name, not_ready[name]))
         if not announced:
             alerted.add(group.key)
             first = sorted(group.nodes)[0]
@@ -110,8 +109,8 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
                     dry_run=settings.dry_run,
                 )
             )
-    # Remembered while the node stays down since that time.
-    alerted |= seen & set(outage.values())
+    # Remembered while the node stays down.
+    alerted |= set(announced_down.values())
 
     repairs: dict[str, Repair] = {}
     finished: list[LedgerEntry] = []
@@ -273,6 +272,34 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
         states=tuple(states[n] for n in sorted(states)),
         correlated=sticky,
     )
+
+
+def _outage_key(node: str, since: datetime) -> str:
+    return f"{_OUTAGE}{node}:{since.isoformat()}"
+
+
+def _still_down(
+    alerted: frozenset[str], not_ready: Mapping[str, datetime], window: timedelta
+) -> dict[str, str]:
+    """The nodes of an announced group still down in the same outage, with its key.
+
+    An outage is known by when its node went down, give or take ``window``: the policy first
+    reads a silent node as ``Unknown`` from its last heartbeat plus the grace period, and the node
+    lifecycle controller then writes a transition time of its own, seconds later. A node seen
+    Ready in between is forgotten: its next outage is a new one."""
+    down: dict[str, str] = {}
+    for key in sorted(alerted):
+        if not key.startswith(_OUTAGE):
+            continue
+        node, _, when = key.removeprefix(_OUTAGE).partition(":")  # node names hold no colon
+        try:
+            since = datetime.fromisoformat(when)
+        except ValueError:
+            continue  # a key of another format: forgotten, at worst one alert more
+        now_since = not_ready.get(node)
+        if now_since is not None and abs(now_since - since) <= window:
+            down.setdefault(node, key)
+    return down
 
 
 def _dry_run_decided(entries: tuple[LedgerEntry, ...], since: datetime | None) -> datetime | None:

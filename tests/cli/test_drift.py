@@ -5,9 +5,6 @@ person's ``kubectl edit``), and the command's table, JSON and diff outputs and e
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +14,7 @@ import yaml
 from tests.drift.builders import deployment
 from tests.drift.sources.conftest import GitRepo
 from tests.inprocess import kubemedic, one_error_line
-from tests.sim.conftest import Running, needs_kubectl, start_emulator
+from tests.sim.conftest import Running, kubectl_editor, needs_kubectl, start_emulator
 
 pytestmark = needs_kubectl
 
@@ -26,18 +23,6 @@ pytestmark = needs_kubectl
 def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Running]:
     monkeypatch.setenv("COLUMNS", "250")  # the table fits the terminal; this one is wide
     yield from start_emulator(tmp_path)
-
-
-def _edit_env(tmp_path: Path, script: str) -> dict[str, str]:
-    editor = tmp_path / "editor.py"
-    editor.write_text(
-        "import sys, yaml\npath = sys.argv[-1]\ndoc = yaml.safe_load(open(path))\n"
-        f"{script}\nopen(path, 'w').write(yaml.safe_dump(doc))\n"
-    )
-    launcher = tmp_path / "editor.sh"
-    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} {editor} "$@"\n')
-    launcher.chmod(launcher.stat().st_mode | stat.S_IEXEC)
-    return {**os.environ, "KUBE_EDITOR": str(launcher), "EDITOR": str(launcher)}
 
 
 @pytest.fixture
@@ -82,7 +67,7 @@ def test_a_kubectl_edit_is_found_with_who_and_when(
     capsys: pytest.CaptureFixture[str], synced: tuple[Running, GitRepo], tmp_path: Path
 ) -> None:
     cluster, repo = synced
-    env = _edit_env(tmp_path, "doc['spec']['template']['spec']['nodeName'] = 'core-2'")
+    env = kubectl_editor(tmp_path, "doc['spec']['template']['spec']['nodeName'] = 'core-2'")
     cluster.kubectl("edit", "deployment", "web", env=env)
     code, out, err = drift_cli(capsys, cluster, repo)
     assert code == 1, err

@@ -9,9 +9,6 @@ equal to Git, or fails when the object changed since it was read.
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +18,7 @@ import yaml
 
 from kubemedic.drift import diff
 from tests.drift.builders import deployment
-from tests.sim.conftest import Running, needs_kubectl, start_emulator
+from tests.sim.conftest import Running, kubectl_editor, needs_kubectl, start_emulator
 
 pytestmark = needs_kubectl
 
@@ -45,22 +42,6 @@ def _get(cluster: Running, kind: str, name: str) -> dict[str, Any]:
     return body
 
 
-def _editor(tmp_path: Path, script: str) -> dict[str, str]:
-    """An EDITOR that runs a Python snippet on the file ``kubectl edit`` hands it."""
-    editor = tmp_path / "editor.py"
-    editor.write_text(
-        "import sys, yaml\n"
-        "path = sys.argv[-1]\n"
-        "doc = yaml.safe_load(open(path))\n"
-        f"{script}\n"
-        "open(path, 'w').write(yaml.safe_dump(doc))\n"
-    )
-    launcher = tmp_path / "editor.sh"
-    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} {editor} "$@"\n')
-    launcher.chmod(launcher.stat().st_mode | stat.S_IEXEC)
-    return {**os.environ, "KUBE_EDITOR": str(launcher), "EDITOR": str(launcher)}
-
-
 def test_a_kubectl_edit_is_drift_until_reverted(cluster: Running, tmp_path: Path) -> None:
     manifest = deployment("web")
     git = tmp_path / "git.yaml"
@@ -70,7 +51,7 @@ def test_a_kubectl_edit_is_drift_until_reverted(cluster: Running, tmp_path: Path
     assert diff(manifest, _get(cluster, "deployment", "web")).drifts == ()
     assert diff(SERVICE, _get(cluster, "service", "web")).drifts == ()
 
-    env = _editor(tmp_path, "doc['spec']['template']['spec']['nodeName'] = 'core-2'")
+    env = kubectl_editor(tmp_path, "doc['spec']['template']['spec']['nodeName'] = 'core-2'")
     cluster.kubectl("edit", "deployment", "web", env=env)
     cluster.kubectl("scale", "deployment/web", "--replicas=5")
     live = _get(cluster, "deployment", "web")

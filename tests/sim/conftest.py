@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import os
 import shutil
+import stat
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -113,6 +116,24 @@ class Running:
                 f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
             )
         return result
+
+
+def kubectl_editor(tmp_path: Path, script: str) -> dict[str, str]:
+    """The environment for ``kubectl edit`` with an editor that runs the Python ``script`` on
+    the object it is handed, loaded as ``doc`` (YAML) and written back after it ran; the
+    editor's files are written in ``tmp_path``. Pass it as ``Running.kubectl(..., env=...)``."""
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import sys, yaml\n"
+        "path = sys.argv[-1]\n"
+        "doc = yaml.safe_load(open(path))\n"
+        f"{script}\n"
+        "open(path, 'w').write(yaml.safe_dump(doc))\n"
+    )
+    launcher = tmp_path / "editor.sh"
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} {editor} "$@"\n')
+    launcher.chmod(launcher.stat().st_mode | stat.S_IEXEC)
+    return {**os.environ, "KUBE_EDITOR": str(launcher), "EDITOR": str(launcher)}
 
 
 def start_emulator(tmp_path: Path, **kwargs: Any) -> Iterator[Running]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
 import subprocess
 import time
 from pathlib import Path
@@ -12,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.sim.conftest import KUBECTL, Running, needs_kubectl
+from tests.sim.conftest import KUBECTL, Running, kubectl_editor, needs_kubectl
 from tests.sim.manifests import pdb, ready_node, running_pod, to_yaml, web_deployment
 
 pytestmark = needs_kubectl
@@ -123,22 +121,6 @@ def test_server_side_apply_conflict_then_force(emulator: Running, tmp_path: Path
     assert "argocd-controller" in owners
 
 
-def _editor(tmp_path: Path, script: str) -> dict[str, str]:
-    """An EDITOR that runs a Python snippet on the file kubectl hands it."""
-    editor = tmp_path / "editor.py"
-    editor.write_text(
-        "import sys, yaml\n"
-        "path = sys.argv[-1]\n"
-        "doc = yaml.safe_load(open(path))\n"
-        f"{script}\n"
-        "open(path, 'w').write(yaml.safe_dump(doc))\n"
-    )
-    launcher = tmp_path / "editor.sh"
-    launcher.write_text(f'#!/bin/sh\nexec {os.sys.executable} {editor} "$@"\n')
-    launcher.chmod(launcher.stat().st_mode | stat.S_IEXEC)
-    return {**os.environ, "KUBE_EDITOR": str(launcher), "EDITOR": str(launcher)}
-
-
 def test_kubectl_edit_adding_node_name_leaves_a_kubectl_edit_owner(
     emulator: Running, tmp_path: Path
 ) -> None:
@@ -149,7 +131,7 @@ def test_kubectl_edit_adding_node_name_leaves_a_kubectl_edit_owner(
         web_deployment("web"),
         extra=("--server-side", "--field-manager=argocd-controller"),
     )
-    env = _editor(tmp_path, "doc['spec']['template']['spec']['nodeName'] = 'node-7'")
+    env = kubectl_editor(tmp_path, "doc['spec']['template']['spec']['nodeName'] = 'node-7'")
     emulator.kubectl("edit", "deployment", "web", env=env)
     got = _json(emulator.kubectl("get", "deploy", "web", "-o", "json", "--show-managed-fields"))
     assert got["spec"]["template"]["spec"]["nodeName"] == "node-7"

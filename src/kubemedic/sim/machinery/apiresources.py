@@ -183,6 +183,17 @@ RESOURCES: tuple[Resource, ...] = (
         "argoproj.io", "v1alpha1", "Application", "applications", "application", True,
         ("app", "apps"), custom=True,
     ),
+    # Flux's source and kustomize controllers write their status through /status.
+    Resource(
+        "source.toolkit.fluxcd.io", "v1", "GitRepository", "gitrepositories", "gitrepository",
+        True, ("gitrepo",), ("all", "fluxcd", "fluxcd-sources"),
+        subresources=(_status("GitRepository"),), custom=True,
+    ),
+    Resource(
+        "kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations", "kustomization",
+        True, ("ks",), ("all", "fluxcd", "fluxcd-appliers"),
+        subresources=(_status("Kustomization"),), custom=True,
+    ),
 )  # fmt: skip
 
 

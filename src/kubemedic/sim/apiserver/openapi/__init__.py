@@ -1,5 +1,6 @@
 """OpenAPI v2/v3 documents as kube-apiserver serves them, and the CustomResourceDefinitions the
-emulator announces (Cluster API's).
+emulator announces (Cluster API's, Argo CD's Application, Flux's GitRepository and
+Kustomization).
 
 May import: :mod:`kubemedic.sim.machinery`; no other part of the API server.
 """

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 
-from kubemedic.sim.apiserver.openapi import crds
+from kubemedic.sim.apiserver.openapi import crds, flux_crds
 from kubemedic.sim.apiserver.openapi.crd_schemas import Schema
 
 __all__ = ["ARGOCD_GROUP", "ARGOCD_VERSION", "application_crd", "gitops_crds"]
@@ -212,5 +212,9 @@ def application_crd(*, established_at: str | None = None) -> dict[str, Any]:
 
 
 def gitops_crds(*, established_at: str | None = None) -> list[dict[str, Any]]:
-    """The GitOps tools' CRDs the emulator serves (Argo CD's Application)."""
-    return [application_crd(established_at=established_at)]
+    """The GitOps tools' CRDs the emulator serves: Argo CD's Application, and Flux's
+    GitRepository and Kustomization (:mod:`kubemedic.sim.apiserver.openapi.flux_crds`)."""
+    return [
+        application_crd(established_at=established_at),
+        *flux_crds.flux_crds(established_at=established_at),
+    ]

@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
+    from rich.table import Table
 
     from kubemedic.output.progress import Progress
 
@@ -31,6 +34,7 @@ __all__ = [
     "leave_at_once",
     "leaving_at_once",
     "out_console",
+    "plain_table",
     "progress",
     "say_error",
 ]
@@ -102,6 +106,18 @@ def out_console() -> Console:
     from rich.console import Console  # noqa: PLC0415 - Rich loads when a command prints
 
     return Console()
+
+
+def plain_table(columns: Sequence[str], caption: str = "") -> Table:
+    """The commands' table: no box, bold headers, the ``caption`` under it on the left; long
+    cells fold onto more lines, except in ``MESSAGE`` and ``DETAILS`` columns, which wrap."""
+    from rich.table import Table  # noqa: PLC0415 - Rich loads when a table is printed
+
+    table = Table(box=None, header_style="bold", pad_edge=False, caption=caption)
+    table.caption_justify = "left"
+    for column in columns:
+        table.add_column(column, overflow="fold", no_wrap=column not in ("MESSAGE", "DETAILS"))
+    return table
 
 
 def err_console() -> Console:

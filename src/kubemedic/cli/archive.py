@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kubemedic.cli._common import OutputFormat, _fail, out_console
+from kubemedic.cli._common import OutputFormat, _fail, out_console, plain_table
 from kubemedic.model import durations
 from kubemedic.model.durations import DurationError
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
     from kubemedic.store.db import Archive
@@ -274,16 +273,6 @@ def _write_json(document: object) -> None:
     sys.stdout.flush()
 
 
-def _table(columns: Sequence[str], caption: str) -> Table:
-    from rich.table import Table  # noqa: PLC0415
-
-    table = Table(box=None, header_style="bold", pad_edge=False, caption=caption)
-    table.caption_justify = "left"
-    for column in columns:
-        table.add_column(column, overflow="fold", no_wrap=column not in ("MESSAGE", "DETAILS"))
-    return table
-
-
 # -- kubemedic events -------------------------------------------------------------------------
 
 
@@ -338,7 +327,7 @@ def _events_table(
     caption = f"{len(found)} event(s); ages as of {_rfc3339(now)}"
     if gone:
         caption += f"; GONE: {gone} deleted by the API server since (event TTL)"
-    table = _table(columns, caption)
+    table = plain_table(columns, caption)
     for event in found:
         warning = event.type == "Warning"
         cells = [
@@ -500,7 +489,7 @@ def _oom_table(found: Sequence[OomEntry], *, console: Console) -> None:
         *(["DETAILS"] if details else []),
     ]
     kills = sum(1 for entry in found if entry.kind == "oom-kill")
-    table = _table(columns, f"{kills} OOM kill(s), {len(found) - kills} eviction(s)")
+    table = plain_table(columns, f"{kills} OOM kill(s), {len(found) - kills} eviction(s)")
     for entry in found:
         restarts = "" if entry.restart_count is None else str(entry.restart_count)
         table.add_row(

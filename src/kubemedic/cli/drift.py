@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kubemedic.cli._common import ContextOption, KubeconfigOption, _fail, out_console
+from kubemedic.cli._common import ContextOption, KubeconfigOption, _fail, out_console, plain_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -179,9 +179,7 @@ def _show(report: DriftReport, notes: list[str], output: DriftOutput) -> int:
 
 
 def _table(console: Console, drifted: Drifted) -> None:
-    from kubemedic.cli import archive as archive_cli  # noqa: PLC0415
-
-    table = archive_cli._table(("OBJECT", "FIELD", "DRIFT", "LIVE", "GIT", "WHO", "WHEN"), "")
+    table = plain_table(("OBJECT", "FIELD", "DRIFT", "LIVE", "GIT", "WHO", "WHEN"), "")
     for result, _ in drifted:
         name = f"{result.kind}/{result.namespace + '/' if result.namespace else ''}{result.name}"
         if result.missing:

@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from kubemedic.cli import archive as archive_cli
-from kubemedic.cli._common import ContextOption, KubeconfigOption, OutputFormat, _fail, out_console
+from kubemedic.cli._common import (
+    ContextOption,
+    KubeconfigOption,
+    OutputFormat,
+    _fail,
+    out_console,
+    plain_table,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -182,7 +189,7 @@ def _nodes_table(views: Sequence[NodeView], *, cluster: str, console: Console) -
     for view in views:
         counts[view.state] = counts.get(view.state, 0) + 1
     summary = ", ".join(f"{count} {state}" for state, count in sorted(counts.items()))
-    table = archive_cli._table(
+    table = plain_table(
         ["NAME", "STATE", "STEP", "REPAIRS", "LAST OUTCOME", "REASON"],
         f"{len(views)} node(s) of cluster {cluster}: {summary}",
     )
@@ -201,7 +208,7 @@ def _nodes_table(views: Sequence[NodeView], *, cluster: str, console: Console) -
     lines = [(view.name, item) for view in views for item in repair_items(view)]
     if not lines:
         return
-    ledger = archive_cli._table(
+    ledger = plain_table(
         ["NODE", "TRIGGER", "ACTION", "STARTED", "FINISHED", "OUTCOME"],
         f"{len(lines)} repair step(s), oldest first per node",
     )

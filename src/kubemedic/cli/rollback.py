@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kubemedic.cli import archive as archive_cli
-from kubemedic.cli._common import ForceOption, OutputFormat, _fail, out_console
+from kubemedic.cli._common import ForceOption, OutputFormat, _fail, out_console, plain_table
 
 if TYPE_CHECKING:
     from kubemedic.rollback.spec import RollbackSpec
@@ -154,7 +154,7 @@ def _status_table(found: Status, *, limit: int) -> None:
             highlight=False,
         )
         return
-    table = archive_cli._table(
+    table = plain_table(
         ["DIRECTORY", "CHANGES", "SIZE", "TMPFS", "KEPT INSIDE"],
         f"{len(found.overlays)} overlaid director(y/ies): a reboot throws their changes away",
     )
@@ -176,7 +176,7 @@ def _status_table(found: Status, *, limit: int) -> None:
             f"{_size(tmpfs.size_bytes)}{share} (RAM)",
             highlight=False,
         )
-    changes = archive_cli._table(["KIND", "PATH", "SIZE"], "what a reboot would throw away")
+    changes = plain_table(["KIND", "PATH", "SIZE"], "what a reboot would throw away")
     shown = 0
     for overlay in found.overlays:
         if overlay.error is not None:

@@ -14,6 +14,7 @@ from kubemedic.model.durations import (
     go_duration,
     parse_duration,
     parse_seconds,
+    short_duration,
 )
 
 # -- the units ---------------------------------------------------------------------------------
@@ -241,6 +242,27 @@ def test_duration_error_is_an_input_error_and_a_value_error() -> None:
 )
 def test_go_duration(seconds: float, text: str) -> None:
     assert go_duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (timedelta(minutes=2), "2m"),
+        (timedelta(hours=1), "1h"),
+        (timedelta(hours=1, minutes=30), "1h30m"),
+        (timedelta(hours=1, seconds=5), "1h0m5s"),
+        (timedelta(seconds=90), "1m30s"),
+        (timedelta(milliseconds=500), "500ms"),
+        (timedelta(0), "0s"),
+        (45, "45s"),
+    ],
+)
+def test_short_duration_drops_trailing_zero_units_and_reads_back(
+    value: float | timedelta, text: str
+) -> None:
+    assert short_duration(value) == text
+    wanted = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    assert parse_duration(text) == wanted
 
 
 def test_go_duration_of_a_timedelta() -> None:

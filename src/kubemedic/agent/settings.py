@@ -43,6 +43,7 @@ from typing import Any
 from kubemedic.agent.policy import KUBELET, RUNTIME, DaemonRules
 from kubemedic.checks.settings import number
 from kubemedic.config import ConfigError, Settings, read_section
+from kubemedic.model.durations import short_duration as _d
 
 __all__ = [
     "AgentConfig",
@@ -215,12 +216,3 @@ def defaults_text() -> str:
         f"    rebootCommand: {words(d.host.reboot_command)}\n"
         f"    bootIdPath: {d.host.boot_id_path}\n"
     )
-
-
-def _d(delta: timedelta) -> str:
-    seconds = int(delta.total_seconds())
-    if seconds % 3600 == 0 and seconds:
-        return f"{seconds // 3600}h"
-    if seconds % 60 == 0 and seconds:
-        return f"{seconds // 60}m"
-    return f"{seconds}s"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from kubemedic.model.durations import go_duration
+from kubemedic.model.durations import short_duration
 
 __all__ = [
     "MAX_COUNT",
@@ -160,16 +160,6 @@ def shown(value: object) -> str:
     return text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
 
 
-def _duration(value: timedelta) -> str:
-    """Go's form without its trailing zero units: ``2m`` rather than ``2m0s``."""
-    text = go_duration(value)
-    if text.endswith("m0s"):
-        text = text[:-2]
-    if text.endswith("h0m"):
-        text = text[:-2]
-    return text
-
-
 _RESERVED = frozenset({"", "~", "null", "true", "false", "yes", "no", "on", "off"})
 
 
@@ -200,7 +190,7 @@ def _yaml(value: object) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, timedelta):
-        return _duration(value)
+        return short_duration(value)
     if isinstance(value, str):
         return value if _plain(value) else json.dumps(value, ensure_ascii=False)
     if isinstance(value, list | tuple):

@@ -18,7 +18,9 @@ int or float rather than text) is also accepted, as seconds. Components add up (
 than ``timedelta`` holds) raises ``DurationError`` whose message echoes the value, at most 200
 characters of it: ``expected a duration such as 2m or 1h30m, got "5x"``.
 
-``go_duration`` writes Go's ``time.Duration.String()`` (``1h0m0s``, ``3m2.5s``, ``520ms``).
+``go_duration`` writes Go's ``time.Duration.String()`` (``1h0m0s``, ``3m2.5s``, ``520ms``);
+``short_duration`` writes it without trailing zero units (``1h``, ``2m``, ``1h30m``), as
+configuration files and their defaults spell durations. Both read back through this grammar.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "go_duration",
     "parse_duration",
     "parse_seconds",
+    "short_duration",
 ]
 
 #: Seconds in each unit the grammar accepts.
@@ -175,3 +178,15 @@ def go_duration(value: float | timedelta) -> str:
         text += f"{minutes}m"
     tail = f".{frac:09d}".rstrip("0").rstrip(".")
     return f"{sign}{text}{whole}{tail}s"
+
+
+def short_duration(value: float | timedelta) -> str:
+    """Go's form without its trailing zero units, as a configuration file writes a duration:
+    ``2m`` rather than ``2m0s``, ``1h`` rather than ``1h0m0s``, ``1h30m``, ``90ms``, ``0s``.
+    :func:`parse_duration` reads it back to the same value."""
+    text = go_duration(value)
+    if text.endswith("m0s"):
+        text = text[:-2]
+    if text.endswith("h0m"):
+        text = text[:-2]
+    return text

@@ -24,8 +24,8 @@ from dataclasses import replace
 from importlib import metadata
 from typing import Any
 
-from kubemedic.checks.settings import shown
 from kubemedic.config import ConfigError, Settings, read_section
+from kubemedic.model.durations import short_duration as _d
 from kubemedic.model.selectors import LabelSelector, SelectorError
 from kubemedic.repair.policy.settings import PROVIDERS, Budget, RepairSettings
 from kubemedic.repair.providers.base import ENTRY_POINTS
@@ -186,7 +186,3 @@ def defaults_text() -> str:
     zonePercent: {d.correlation.zone_percent:g}
     zoneMinNodes: {d.correlation.zone_min_nodes}
 """
-
-
-def _d(value: Any) -> str:
-    return shown(value)

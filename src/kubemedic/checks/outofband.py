@@ -65,7 +65,7 @@ from kubemedic.model.managedfields import decode_fieldsv1, leaf_paths
 from kubemedic.model.objects import Body, ObjectRef
 from kubemedic.model.view import ClusterView
 
-__all__ = ["OutOfBandEditConfig", "out_of_band_edit"]
+__all__ = ["OutOfBandEditConfig", "gitops_owner", "out_of_band_edit", "tool_name"]
 
 _TRACKING_ID = "argocd.argoproj.io/tracking-id"
 _FLUX_GROUPS = ("kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io")
@@ -160,6 +160,19 @@ def out_of_band_edit(view: ClusterView, config: OutOfBandEditConfig) -> list[Fin
                 _assess(view, body, gitops=gitops, edits=edits, pod_spec=pod_spec, config=config)
             )
     return findings
+
+
+def gitops_owner(body: Body, config: OutOfBandEditConfig | None = None) -> dict[str, Any] | None:
+    """The GitOps tool that manages ``body`` by the markers above (``{tool, app, via}``, as in
+    the evidence's ``gitops``), or None when none is found."""
+    entries = objects.get_list(body, "metadata", "managedFields")
+    managers = {objects.get_str(e, "manager") or "" for e in entries if isinstance(e, Mapping)}
+    return _gitops(body, managers, config or OutOfBandEditConfig())
+
+
+def tool_name(tool: str) -> str:
+    """How a message names a GitOps tool of :func:`gitops_owner` (``Argo CD``, ``Flux``)."""
+    return _TOOL_NAMES.get(tool, tool)
 
 
 def _gitops(body: Body, managers: set[str], config: OutOfBandEditConfig) -> dict[str, Any] | None:

@@ -102,6 +102,9 @@ class Running:
         env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         assert KUBECTL is not None
+        if env is not None and "HOME" not in env:
+            # Without HOME kubectl writes its discovery cache under the current directory.
+            env = {**env, "HOME": os.environ.get("HOME", str(self.kubeconfig.parent))}
         result = subprocess.run(
             [KUBECTL, "--kubeconfig", str(self.kubeconfig), *args],
             input=input,

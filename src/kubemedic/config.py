@@ -85,10 +85,12 @@ class Settings:
     agent: Mapping[str, Any] | None = None
     #: The ``drift:`` section as written (read by :mod:`kubemedic.drift.settings`).
     drift: Mapping[str, Any] | None = None
+    #: The ``breaker:`` section as written (read by :mod:`kubemedic.breaker.settings`).
+    breaker: Mapping[str, Any] | None = None
     source: str = ""
 
 
-_SECTIONS = ("agent", "checks", "disabled", "drift", "repair")
+_SECTIONS = ("agent", "breaker", "checks", "disabled", "drift", "repair")
 
 
 def _snake(name: str) -> str:
@@ -127,7 +129,7 @@ def settings_from(raw: Any, *, source: str) -> Settings:
     for key in raw:
         if key not in _SECTIONS:
             raise ConfigError(f"{source}: {_unknown(key, _SECTIONS, 'key')}")
-    for section in ("repair", "agent", "drift"):
+    for section in ("repair", "agent", "drift", "breaker"):
         value = raw.get(section)
         if value is not None and not isinstance(value, Mapping):
             raise ConfigError(
@@ -151,6 +153,7 @@ def settings_from(raw: Any, *, source: str) -> Settings:
         repair=raw.get("repair"),
         agent=raw.get("agent"),
         drift=raw.get("drift"),
+        breaker=raw.get("breaker"),
         source=source,
     )
 

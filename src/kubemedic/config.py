@@ -87,10 +87,12 @@ class Settings:
     drift: Mapping[str, Any] | None = None
     #: The ``guard:`` section as written (read by :mod:`kubemedic.guard.settings`).
     guard: Mapping[str, Any] | None = None
+    #: The ``breaker:`` section as written (read by :mod:`kubemedic.breaker.settings`).
+    breaker: Mapping[str, Any] | None = None
     source: str = ""
 
 
-_SECTIONS = ("agent", "checks", "disabled", "drift", "guard", "repair")
+_SECTIONS = ("agent", "breaker", "checks", "disabled", "drift", "guard", "repair")
 
 
 def _snake(name: str) -> str:
@@ -129,7 +131,7 @@ def settings_from(raw: Any, *, source: str) -> Settings:
     for key in raw:
         if key not in _SECTIONS:
             raise ConfigError(f"{source}: {_unknown(key, _SECTIONS, 'key')}")
-    for section in ("repair", "agent", "drift", "guard"):
+    for section in ("repair", "agent", "drift", "guard", "breaker"):
         value = raw.get(section)
         if value is not None and not isinstance(value, Mapping):
             raise ConfigError(
@@ -154,6 +156,7 @@ def settings_from(raw: Any, *, source: str) -> Settings:
         agent=raw.get("agent"),
         drift=raw.get("drift"),
         guard=raw.get("guard"),
+        breaker=raw.get("breaker"),
         source=source,
     )
 

@@ -41,13 +41,15 @@ def register(app: typer.Typer) -> None:
 
 
 def show_defaults() -> None:
-    """Print the repair: and agent: sections with every default (the checks' defaults:
-    `kubemedic checks NAME`)."""
+    """Print the repair:, agent: and breaker: sections with every default (the checks'
+    defaults: `kubemedic checks NAME`)."""
     from kubemedic.agent import settings as agent_settings  # noqa: PLC0415
+    from kubemedic.breaker import settings as breaker_settings  # noqa: PLC0415
     from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
 
     typer.echo(repair_settings.defaults_text(), nl=False)
     typer.echo(agent_settings.defaults_text(), nl=False)
+    typer.echo(breaker_settings.defaults_text(), nl=False)
 
 
 def run(
@@ -93,8 +95,9 @@ def run(
         typer.Option(
             "--config",
             "-c",
-            help="YAML file of check thresholds and the repair: section (node repair runs "
-            "only when it is there; `kubemedic config show-defaults` prints the defaults).",
+            help="YAML file of check thresholds, the repair: and breaker: sections (node repair "
+            "and the storm breaker run only when theirs is there; `kubemedic config "
+            "show-defaults` prints the defaults).",
         ),
     ] = None,
 ) -> None:
@@ -104,6 +107,8 @@ def run(
     import logging  # noqa: PLC0415
 
     from kubemedic import config as configuration  # noqa: PLC0415
+    from kubemedic.breaker import settings as breaker_settings  # noqa: PLC0415
+    from kubemedic.drift import settings as drift_settings  # noqa: PLC0415
     from kubemedic.kube.config import KubeAccessError  # noqa: PLC0415
     from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
     from kubemedic.repair.providers.base import ProviderError  # noqa: PLC0415
@@ -135,12 +140,15 @@ def run(
     except ArchiveError as error:
         raise _fail(f"--db: {error}") from None
     settings = configuration.Settings()
-    repair = None
+    repair = breaker = rules = None
     if config is not None:
         try:
             settings = configuration.load_settings(config)
             if settings.repair is not None:
                 repair = repair_settings.load(settings)
+            breaker = breaker_settings.load(settings)
+            if settings.drift is not None:
+                rules = drift_settings.load(settings)
         except configuration.ConfigError as error:
             raise _fail(f"--config {error}") from None
     options = DaemonOptions(
@@ -159,6 +167,8 @@ def run(
         check_configs=settings.configs,
         check_names=None,
         repair=repair,
+        breaker=breaker,
+        drift_rules=rules,
     )
     try:
         asyncio.run(_serve(Daemon(options)))

@@ -31,7 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from kubemedic import checks
+from kubemedic.breaker import controller as breaking
+from kubemedic.breaker.settings import BreakerRun
 from kubemedic.checks.findings import Finding
+from kubemedic.drift.rules import DriftRules
 from kubemedic.kube import config as kubeconfig
 from kubemedic.kube import kinds
 from kubemedic.kube.api import (
@@ -98,6 +101,10 @@ class DaemonOptions:
     check_configs: Mapping[str, Any] = field(default_factory=dict)
     #: Node repair (``repair:`` of --config); None: no repair at all.
     repair: RepairSettings | None = None
+    #: The storm breaker (``breaker:`` of --config); None: no breaker at all.
+    breaker: BreakerRun | None = None
+    #: The ``drift:`` rules the breaker's drift against Git follows (None: the defaults).
+    drift_rules: DriftRules | None = None
 
 
 class Daemon:
@@ -115,6 +122,7 @@ class Daemon:
         self.metrics: list[dict[str, Any]] = []
         self.scans = 0
         self.repair: repairing.Controller | None = None
+        self.breaker: breaking.Controller | None = None
         self._reported: dict[str, tuple[int, int, int]] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -233,6 +241,8 @@ class Daemon:
             tasks.append(loop.create_task(self._every(3600.0, self._retain)))
         if self.options.repair is not None:
             tasks.append(loop.create_task(self._repair(self.options.repair, stop)))
+        if self.options.breaker is not None:
+            tasks.append(loop.create_task(self._breaker(self.options.breaker, stop)))
         stopper = loop.create_task(stop.wait())
         try:
             done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
@@ -330,6 +340,24 @@ class Daemon:
             bodies=self.bodies,
         )
         self.repair = controller
+        await controller.run(stop)
+
+    async def _breaker(self, run: BreakerRun, stop: asyncio.Event) -> None:
+        """The storm breaker, on the leader, once the caches are filled."""
+        api, archive = self.api, self.archive
+        assert api is not None and archive is not None
+        await self._synced()
+        controller = breaking.build(
+            api=api,
+            archive=archive,
+            run=run,
+            cluster=self.cluster,
+            clock=self.clock,
+            identity=self.identity,
+            bodies=self.bodies,
+            rules=self.options.drift_rules,
+        )
+        self.breaker = controller
         await controller.run(stop)
 
     async def _poll(self) -> None:

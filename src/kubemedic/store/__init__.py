@@ -6,13 +6,15 @@ bodies, ``writer`` upserts batches idempotently with their checkpoints in one tr
 (``bulk`` is each database's fast path, ``episodes`` the findings' episodes), ``retention``
 deletes what a policy no longer keeps, ``queries`` answers the CLI's questions, ``repairs`` keeps
 node repair's state (repairs in flight, the ledger, decisions, node states) as the plain dicts
-the repair package's codec writes (the store never imports the repair package).
+the repair package's codec writes (the store never imports the repair package), ``breakers``
+keeps the storm breaker's state and audit trail likewise.
 
 May import: :mod:`kubemedic.checks`, :mod:`kubemedic.model`, :mod:`kubemedic.errors`; never the
 live client, the simulator or the command line.
 """
 
 __all__ = [
+    "breakers",
     "bulk",
     "db",
     "episodes",

@@ -36,7 +36,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from kubemedic.checks.findings import Finding
 from kubemedic.errors import InputError
-from kubemedic.store import episodes, repairs, schema, writer
+from kubemedic.store import breakers, episodes, repairs, schema, writer
 from kubemedic.store.checking import RowError, scan_sqlite, shown_text
 
 __all__ = [
@@ -365,6 +365,32 @@ class Archive:
         """Record a quarantine cleared by ``by`` (``repairs.release``); the ledger dict."""
         with self.transaction() as connection:
             return repairs.release(connection, cluster, node, by=by, at=at)
+
+    # -- the storm breaker (``breakers``: the breaker package's codec dicts) ---------------------
+
+    def load_breaker(self, cluster: str) -> dict[str, Any] | None:
+        """The breaker's saved state, or None (``breakers.load``)."""
+        with self.transaction(write=False) as connection:
+            return breakers.load(connection, cluster)
+
+    def save_breaker_round(
+        self,
+        cluster: str,
+        *,
+        state: Mapping[str, Any],
+        decisions: Sequence[Mapping[str, Any]],
+        at: float,
+    ) -> None:
+        """One breaker round in one transaction (``breakers.save_round``)."""
+        with self.transaction() as connection:
+            breakers.save_round(connection, cluster, state=state, decisions=decisions, at=at)
+
+    def breaker_decisions(
+        self, cluster: str, *, since: float | None = None
+    ) -> list[dict[str, Any]]:
+        """The breaker's decisions, in order (``breakers.decisions``)."""
+        with self.transaction(write=False) as connection:
+            return breakers.decisions(connection, cluster, since=since)
 
     def close(self) -> None:
         self.engine.dispose()

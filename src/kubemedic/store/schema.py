@@ -35,6 +35,8 @@ from sqlalchemy import (
 
 __all__ = [
     "TEXT",
+    "breaker_decisions",
+    "breaker_state",
     "checkpoints",
     "event_counts",
     "events",
@@ -354,3 +356,45 @@ node_states = Table(
     PrimaryKeyConstraint("cluster", "node"),
 )
 """Each node's repair state as of the controller's last round (what ``kubemedic nodes`` shows)."""
+
+
+# -- the storm breaker (kubemedic.breaker keeps its state here; the JSON is its codec's) -------
+
+breaker_state = Table(
+    "breaker_state",
+    metadata,
+    Column("cluster", TEXT, nullable=False),
+    #: The breaker's ``BreakerState`` as JSON (``kubemedic.breaker.codec.state_to_json``).
+    Column("body", TEXT, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    PrimaryKeyConstraint("cluster"),
+)
+"""What the breaker remembers between rounds (storms in progress, the loop guard's reverts, the
+decisions announced), one row per cluster: a restarted or newly elected replica neither
+re-announces a storm nor reverts an owner twice."""
+
+breaker_decisions = Table(
+    "breaker_decisions",
+    metadata,
+    _id(),
+    Column("cluster", TEXT, nullable=False),
+    #: The owner the decision is about: ``<namespace>/<Kind>/<name>``.
+    Column("owner", TEXT, nullable=False),
+    Column("at", Float, nullable=False),
+    #: ``kubemedic.breaker.policy.DecisionKind`` value (act, dry-run, alert, hold, storm-ended).
+    Column("kind", TEXT, nullable=False),
+    #: The Event reason (``KubemedicBreaker...``).
+    Column("reason", TEXT, nullable=False),
+    Column("message", TEXT, nullable=False),
+    #: ``BreakerAction`` value for ``act`` and ``dry-run``, else ``""``.
+    Column("action", TEXT, nullable=False, default=""),
+    #: What carrying it out gave (``done``, ``conflict``, ``failed: ...``), ``""`` when nothing
+    #: was carried out.
+    Column("outcome", TEXT, nullable=False, default=""),
+    Column("dry_run", Integer, nullable=False, default=0),
+    #: The whole decision and its outcome as JSON.
+    Column("body", TEXT, nullable=False),
+    Index(None, "cluster", "at"),
+    Index(None, "cluster", "owner", "at"),
+)
+"""The breaker's audit trail: one row per decision announced or carried out, with its outcome."""

@@ -176,10 +176,23 @@ def decide(
     if settings.enabled(BreakerAction.PRUNE_FAILED):
         for storm in [*storms.values(), *tracked.ended]:
             _prune(run, storm.owner, pods)
+    guard = timedelta(seconds=settings.revert_guard_seconds)
+    kept = {k: at for k, at in run.reverted.items() if now - at < guard}
     next_state = BreakerState(
-        storms=storms, reverted=run.reverted, announced=frozenset(run.announced)
+        storms=storms,
+        reverted=kept,
+        announced=_still_live(run.announced, [*storms, *predicted, *kept]),
     )
     return Plan(tuple(run.decisions), next_state)
+
+
+def _still_live(announced: Iterable[str], owners: Iterable[str]) -> frozenset[str]:
+    """The announced keys worth remembering: those about an owner still storming, still
+    predicted or still under the loop guard. Every key names its owner (``owner_key``), and a
+    key of an ended storm or a gone prediction can never be decided again, so the set stays as
+    small as what is going on."""
+    live = tuple(set(owners))
+    return frozenset(key for key in announced if any(owner in key for owner in live))
 
 
 def _storm_alert(run: _Round, storm: StormState, rate: int) -> StormState:

@@ -301,3 +301,26 @@ def test_checks_shows_settings_as_the_configuration_file_writes_them(
     assert "starvation_cpu_request = 100m" in out
     assert "critical.extra_selectors = []" in out
     assert "timedelta" not in out and "RoleSelector(" not in out
+
+
+def test_every_printed_section_reads_back_as_its_defaults(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubemedic.agent import settings as agent
+    from kubemedic.breaker import settings as breaker
+    from kubemedic.drift import settings as drift
+    from kubemedic.guard import settings as guard
+    from kubemedic.repair import settings as repair
+
+    with pytest.raises(SystemExit) as done:
+        main(["config", "show-defaults"])
+    assert done.value.code in (0, None)
+    printed = write(tmp_path, capsys.readouterr().out)
+    loaded = load_settings(printed)
+    empty = load_settings(write(tmp_path, "{}\n"))
+    assert loaded.repair and loaded.agent and loaded.breaker and loaded.drift and loaded.guard
+    assert repair.load(loaded) == repair.load(empty)
+    assert agent.load(loaded) == agent.load(empty)
+    assert drift.load(loaded) == drift.load(empty)
+    assert guard.load(loaded) == guard.load(empty)
+    assert breaker.load(loaded) == breaker.read({}, source="defaults")

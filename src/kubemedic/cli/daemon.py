@@ -41,15 +41,19 @@ def register(app: typer.Typer) -> None:
 
 
 def show_defaults() -> None:
-    """Print the repair:, agent: and breaker: sections with every default (the checks'
-    defaults: `kubemedic checks NAME`)."""
+    """Print the repair:, agent:, breaker:, drift: and guard: sections with every default (the
+    checks' defaults: `kubemedic checks NAME`)."""
     from kubemedic.agent import settings as agent_settings  # noqa: PLC0415
     from kubemedic.breaker import settings as breaker_settings  # noqa: PLC0415
+    from kubemedic.drift import settings as drift_settings  # noqa: PLC0415
+    from kubemedic.guard import settings as guard_settings  # noqa: PLC0415
     from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
 
     typer.echo(repair_settings.defaults_text(), nl=False)
     typer.echo(agent_settings.defaults_text(), nl=False)
     typer.echo(breaker_settings.defaults_text(), nl=False)
+    typer.echo(drift_settings.defaults_text(), nl=False)
+    typer.echo(guard_settings.defaults_text(), nl=False)
 
 
 def run(

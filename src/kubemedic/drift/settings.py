@@ -29,7 +29,7 @@ from kubemedic.config import ConfigError, Settings, read_section
 from kubemedic.drift.jqpaths import JqPathError, locations
 from kubemedic.drift.rules import DriftRules, IgnoreRule, ManagerClasses
 
-__all__ = ["DriftConfig", "load", "read"]
+__all__ = ["DriftConfig", "defaults_text", "load", "read"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +74,14 @@ def read(raw: Mapping[str, Any], *, source: str) -> DriftRules:
         managers=managers,
         ignore_aggregated_roles=loaded.ignore_aggregated_roles,
     )
+
+
+def defaults_text() -> str:
+    """The defaults as a ``drift:`` section (for ``kubemedic config show-defaults``)."""
+    d = DriftConfig()
+    return f"""drift:
+  ignoreDifferences: []         # Argo CD's spec.ignoreDifferences, per kind or global
+  imperativeManagers: []        # added to kubectl-edit, kubectl-patch ...
+  gitopsManagers: []            # added to argocd-controller, kustomize-controller ...
+  ignoreAggregatedRoles: {str(d.ignore_aggregated_roles).lower()}   # aggregated ClusterRoles' rules
+"""

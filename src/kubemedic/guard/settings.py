@@ -25,7 +25,7 @@ from kubemedic.config import ConfigError, Settings, read_section
 from kubemedic.guard.policy import GITOPS_SERVICE_ACCOUNTS, GuardSettings, Policy
 from kubemedic.guard.render import parse_kind
 
-__all__ = ["GuardConfig", "load", "read"]
+__all__ = ["GuardConfig", "defaults_text", "load", "read"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +74,17 @@ def read(raw: Mapping[str, Any], *, source: str) -> GuardConfig:
         except ValueError as error:
             raise ConfigError(f"{where}.kinds[{index}]: {error}") from None
     return loaded
+
+
+def defaults_text() -> str:
+    """The defaults as a ``guard:`` section (for ``kubemedic config show-defaults``)."""
+    d = GuardConfig()
+    users = "".join(f"    - {user}\n" for user in d.exempt_users)
+    return f"""guard:
+  policy: {d.policy.value}                  # warn: allow with a warning; deny: refuse
+  exemptUsers:                  # never judged; a list given here replaces this one
+{users}  exemptGroups: []
+  imperativeManagers: []        # added to kubectl-edit, kubectl-patch ...
+  kinds: []                     # more RESOURCE[.GROUP] whose UPDATEs are judged
+  failOpen: {str(d.fail_open).lower()}                # an internal error allows the request
+"""

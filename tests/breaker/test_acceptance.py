@@ -203,3 +203,9 @@ def test_alert_only_makes_one_event_and_one_incident(alerting: Played) -> None:
         if i["kind"] == "incident" and NAME in i["cause"] and "failed pod storm" in i["symptoms"]
     ]
     assert len(storms) == 1, json.dumps(listed, indent=1)[:4000]
+    # The breaker's alert is part of the storm's own story, on its timeline.
+    exported = json.loads(
+        _kubemedic("incidents", "export", storms[0]["id"], "--db", alerting.url, "-f", "json")
+    )
+    told = json.dumps(exported)
+    assert "KubemedicBreakerStorm" in told, told[:4000]

@@ -412,7 +412,6 @@ def _event_signal(row: Mapping[Any, Any]) -> Signal | None:
     if row["reason"] == "Killing" and "probe" not in row["message"]:
         return None  # a container stopped on deletion or scale-down: not part of any story
     kind = _event_kind(row["reason"], row["object_kind"])
-    pod = row["object_kind"] == "Pod"
     namespace = row["object_namespace"]
     # The node an event happened on: the Node it is about, or the kubelet that reported it
     # (other components' hosts, e.g. the scheduler's, say nothing about where the pod was).
@@ -434,10 +433,21 @@ def _event_signal(row: Mapping[Any, Any]) -> Signal | None:
         summary=f"{row['reason']}{times} on {what}: {row['message']}",
         source="events",
         source_id=str(row["id"]),
-        workload=workload_of_pod(namespace, row["object_name"]) if pod else "",
+        workload=_event_workload(row),
         count=max(int(row["count"]), 1),
         detail=_detail(row, ("type", "reason", "message", "source", "host", "count", "uid")),
     )
+
+
+def _event_workload(row: Mapping[Any, Any]) -> str:
+    """The workload an event is about: a pod's (read from its name), or the namespaced object
+    itself (a Deployment's events, such as the storm breaker's, tell its incident's story)."""
+    namespace, kind, name = row["object_namespace"], row["object_kind"], row["object_name"]
+    if kind == "Pod":
+        return workload_of_pod(namespace, name)
+    if namespace and kind and name:
+        return workload_of_pod(namespace, "", owner_kind=kind, owner_name=name)
+    return ""
 
 
 def _detail(row: Mapping[Any, Any], keys: Iterable[str]) -> Mapping[str, Any]:

@@ -49,7 +49,7 @@ from kubemedic.breaker.settings import BreakerRun
 from kubemedic.drift.engine import ObjectDrift
 from kubemedic.drift.rules import DriftRules
 from kubemedic.kube.api import Api, ApiError, ConnectionLost
-from kubemedic.kube.clock import Clock
+from kubemedic.kube.clock import Clock, sleep_or_stop
 from kubemedic.kube.events import involved
 from kubemedic.model.objects import ObjectRef
 from kubemedic.model.view import ClusterView
@@ -114,7 +114,7 @@ class Controller:
                 await self.round()
             except (ApiError, ConnectionLost) as error:
                 log.warning("breaker round failed: %s", error)
-            await _sleep_or_stop(self.clock.sleep(self.run_settings.interval_seconds), stop)
+            await sleep_or_stop(self.clock.sleep(self.run_settings.interval_seconds), stop)
 
     def _wanted(self, view: ClusterView, pods: Iterable[Any], now: datetime) -> list[ObjectRef]:
         """The owners whose drift the round needs (see the module docstring)."""
@@ -221,14 +221,6 @@ def _log(decision: Decision, outcome: Outcome | None) -> None:
         level = logging.WARNING
     said = f" ({outcome})" if outcome is not None else ""
     log.log(level, "%s %s: %s%s", decision.reason, decision.owner, decision.message, said)
-
-
-async def _sleep_or_stop(sleeping: Any, stop: asyncio.Event) -> None:
-    sleeper = asyncio.ensure_future(sleeping)
-    stopper = asyncio.ensure_future(stop.wait())
-    _, pending = await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    for task in pending:
-        task.cancel()
 
 
 def build(

@@ -29,10 +29,12 @@ __all__ = [
     "OutputFormat",
     "_fail",
     "begin",
+    "configure_logging",
     "debugging",
     "err_console",
     "leave_at_once",
     "leaving_at_once",
+    "listen_address",
     "out_console",
     "plain_table",
     "progress",
@@ -148,3 +150,27 @@ def _fail(message: str) -> typer.Exit:
     """Print ``error: message`` on stderr; the caller raises the returned exit (status 2)."""
     say_error(message)
     return typer.Exit(2)
+
+
+def configure_logging(log_level: str, *, quiet: tuple[str, ...] = ()) -> int:
+    """Set up the daemons' log lines at ``log_level`` (``--log-level``: debug, info, warning or
+    error) and return the level; the HTTP clients' line-per-request loggers, and those named in
+    ``quiet``, say only warnings. A bad level exits 2 naming the flag."""
+    import logging  # noqa: PLC0415 - the daemons' commands only
+
+    level = getattr(logging, log_level.upper(), None)
+    if not isinstance(level, int):
+        raise _fail(f"--log-level {log_level!r}: use debug, info, warning or error")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for chatty in ("httpx2", "httpx", *quiet):
+        logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
+    return level
+
+
+def listen_address(listen: str, *, example: str) -> tuple[str, int]:
+    """``--listen HOST:PORT`` as ``(host, port)`` (an IPv6 host may be bracketed); exit 2
+    naming the flag and showing ``example`` otherwise."""
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise _fail(f"--listen {listen!r}: expected HOST:PORT such as {example}")
+    return host.strip("[]"), int(port)

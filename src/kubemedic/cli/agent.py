@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kubemedic.cli._common import ContextOption, KubeconfigOption, _fail, out_console
+from kubemedic.cli._common import (
+    ContextOption,
+    KubeconfigOption,
+    _fail,
+    configure_logging,
+    listen_address,
+    out_console,
+)
 
 if TYPE_CHECKING:
     from kubemedic.agent.host import Host
@@ -50,25 +57,17 @@ def agent(
     """Run the node agent: health checks, self-repair, conditions and the controller's
     requests, on this node."""
     import asyncio  # noqa: PLC0415 - loaded when it runs
-    import logging  # noqa: PLC0415
 
     from kubemedic import config as configuration  # noqa: PLC0415
     from kubemedic.agent import settings as agent_settings  # noqa: PLC0415
     from kubemedic.agent.running import AgentOptions, run_agent  # noqa: PLC0415
     from kubemedic.kube.config import KubeAccessError  # noqa: PLC0415
 
-    level = getattr(logging, log_level.upper(), None)
-    if not isinstance(level, int):
-        raise _fail(f"--log-level {log_level!r}: use debug, info, warning or error")
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for chatty in ("httpx2", "httpx", "aiohttp.access"):
-        logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
+    configure_logging(log_level, quiet=("aiohttp.access",))
     name = node or os.environ.get("NODE_NAME", "")
     if not name:
         raise _fail("--node: give this node's name (or set NODE_NAME)")
-    host_text, _, port_text = listen.rpartition(":")
-    if not host_text or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise _fail(f"--listen {listen!r}: expected HOST:PORT such as 0.0.0.0:9810")
+    host_text, port = listen_address(listen, example="0.0.0.0:9810")
     settings = agent_settings.AgentConfig()
     if config is not None:
         try:
@@ -80,8 +79,8 @@ def agent(
         config=settings,
         kubeconfig=kubeconfig,
         context=context,
-        listen_host=host_text.strip("[]"),
-        listen_port=int(port_text),
+        listen_host=host_text,
+        listen_port=port,
         identity=os.environ.get("POD_NAME") or socket.gethostname(),
         once=once,
     )

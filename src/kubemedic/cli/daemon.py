@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kubemedic.cli._common import ContextOption, KubeconfigOption, _fail
+from kubemedic.cli._common import ContextOption, KubeconfigOption, _fail, configure_logging
 from kubemedic.errors import InputError
 from kubemedic.model.durations import DurationError, parse_duration
 
@@ -108,7 +108,6 @@ def run(
     """Record every event, OOM kill, eviction and node transition into the archive, and scan
     the cluster on a schedule; runs until interrupted."""
     import asyncio  # noqa: PLC0415 - loaded when it runs
-    import logging  # noqa: PLC0415
 
     from kubemedic import config as configuration  # noqa: PLC0415
     from kubemedic.breaker import settings as breaker_settings  # noqa: PLC0415
@@ -133,12 +132,7 @@ def run(
             raise _fail(f"{flag}: expected a duration of at least {shown}, got {text!r}")
         return value
 
-    level = getattr(logging, log_level.upper(), None)
-    if not isinstance(level, int):
-        raise _fail(f"--log-level {log_level!r}: use debug, info, warning or error")
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for chatty in ("httpx2", "httpx", "alembic"):  # a line per request or migration step
-        logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
+    configure_logging(log_level, quiet=("alembic",))  # a line per migration step
     try:
         url = database_url(db)
     except ArchiveError as error:

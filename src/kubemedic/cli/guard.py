@@ -16,7 +16,14 @@ from urllib.parse import urlsplit
 
 import typer
 
-from kubemedic.cli._common import ContextOption, KubeconfigOption, _fail, out_console
+from kubemedic.cli._common import (
+    ContextOption,
+    KubeconfigOption,
+    _fail,
+    configure_logging,
+    listen_address,
+    out_console,
+)
 
 if TYPE_CHECKING:
     from kubemedic.guard.settings import GuardConfig
@@ -92,28 +99,20 @@ def serve(
 ) -> None:
     """Serve the webhook over HTTPS until stopped."""
     import asyncio  # noqa: PLC0415 - loaded when it runs
-    import logging  # noqa: PLC0415
 
     from kubemedic.guard.certs import CertificateError  # noqa: PLC0415
     from kubemedic.guard.serving import GuardOptions, run_guard  # noqa: PLC0415
     from kubemedic.kube.config import KubeAccessError  # noqa: PLC0415
 
-    level = getattr(logging, log_level.upper(), None)
-    if not isinstance(level, int):
-        raise _fail(f"--log-level {log_level!r}: use debug, info, warning or error")
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for chatty in ("httpx2", "httpx", "aiohttp.access"):
-        logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
-    host_text, _, port_text = listen.rpartition(":")
-    if not host_text or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise _fail(f"--listen {listen!r}: expected HOST:PORT such as 0.0.0.0:8443")
+    configure_logging(log_level, quiet=("aiohttp.access",))
+    host_text, port = listen_address(listen, example="0.0.0.0:8443")
     loaded = _config(config)
     options = GuardOptions(
         settings=loaded.guard,
         cert_dir=cert_dir,
         hosts=_hosts(service, _namespace(namespace), san),
-        listen_host=host_text.strip("[]"),
-        listen_port=int(port_text),
+        listen_host=host_text,
+        listen_port=port,
         kubeconfig=kubeconfig,
         context=context,
     )

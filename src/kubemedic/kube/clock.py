@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -32,7 +33,7 @@ from kubemedic.errors import KubemedicError
 from kubemedic.kube.api import Api, ApiError, ConnectionLost, Forbidden, NotFound
 from kubemedic.model.objects import parse_time
 
-__all__ = ["CLOCK_PATH", "Clock", "ClockError", "ServerClock", "WallClock"]
+__all__ = ["CLOCK_PATH", "Clock", "ClockError", "ServerClock", "WallClock", "sleep_or_stop"]
 
 LOG = logging.getLogger("kubemedic.clock")
 
@@ -230,3 +231,13 @@ def _read_clock(body: Any, *, where: str) -> tuple[datetime, float, bool]:
     if not isinstance(paused, bool):
         raise ClockError(f"{where}: field 'paused' must be true or false, got {paused!r}")
     return moment.astimezone(UTC), float(speed), paused
+
+
+async def sleep_or_stop(sleeping: Awaitable[object], stop: asyncio.Event) -> None:
+    """Wait for ``sleeping`` (a clock's ``sleep``) or ``stop``, whichever comes first; the other
+    is cancelled, so a daemon's loop ends at once when it is told to stop."""
+    sleeper = asyncio.ensure_future(sleeping)
+    stopper = asyncio.ensure_future(stop.wait())
+    _, pending = await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()

@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from kubemedic.kube.api import ApiError, ConnectionLost
-from kubemedic.kube.clock import Clock
+from kubemedic.kube.clock import Clock, sleep_or_stop
 from kubemedic.repair.executing.executor import Executor
 from kubemedic.repair.policy import codec, deciding, health, ladder, observing
 from kubemedic.repair.policy.records import (
@@ -155,7 +155,7 @@ class Controller:
             if wake is not None:
                 pause = min(pause, max(wake - now, timedelta(0)))
             if pause > timedelta(0):
-                await _sleep_or_stop(self.clock.sleep(pause.total_seconds()), stop)
+                await sleep_or_stop(self.clock.sleep(pause.total_seconds()), stop)
 
     async def round(self) -> Round:
         """Observe, decide, act and record once."""
@@ -276,14 +276,6 @@ def _log(decision: Decision) -> None:
 
 def _from_epoch(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
-
-
-async def _sleep_or_stop(sleeping: Any, stop: asyncio.Event) -> None:
-    sleeper = asyncio.ensure_future(sleeping)
-    stopper = asyncio.ensure_future(stop.wait())
-    _, pending = await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    for task in pending:
-        task.cancel()
 
 
 def build(

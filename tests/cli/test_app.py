@@ -61,6 +61,8 @@ def test_the_app_has_the_commands_of_every_group() -> None:
         ("rollback", "render"),
         ("rollback", "verify"),
         ("rollback", "status"),
+        ("guard", "serve"),
+        ("guard", "render"),
     }
 
 

@@ -157,6 +157,10 @@ def flag_catalogue() -> list[Case]:
         (("events", "--db", "{d}/kubemedic.db"), "--since", "2024-12-10T10:30:00"),
         (("events", "--db", "{d}/kubemedic.db"), "--since", "-5m"),
         (("oom", "--db", "{d}/kubemedic.db"), "--until", "nan"),
+        # Bytes that are not UTF-8 (handed over as surrogates) in a name or a filter.
+        (("incidents", "list", "--db", "{d}/kubemedic.db"), "--cluster", "\udcff\udcfe"),
+        (("events", "--db", "{d}/kubemedic.db"), "--namespace", "caf\udce9"),
+        (("oom", "--db", "{d}/kubemedic.db"), "--cluster", "\udc80"),
     ]
     unknown: list[tuple[tuple[str, ...], str, str]] = [
         (scan, "--at", "9999-12-31T23:59:59Z"),

@@ -129,9 +129,32 @@ def _run(args: list[str]) -> int:
         if error.errno == errno.EPIPE:
             return _closed_pipe()
         return _bug(error)
+    except UnicodeEncodeError as error:
+        undecodable = _undecodable(args)
+        if error.reason != "surrogates not allowed" or not undecodable:
+            return _bug(error)
+        # An argument that was not UTF-8 (the OS handed its bytes over as surrogates) reached
+        # something that must write text: a name, a filter, a database value.
+        return _error(f"{undecodable}: not valid UTF-8 text")
     except Exception as error:  # the one place a bug becomes exit 3
         return _bug(error)
     return outcome if isinstance(outcome, int) and not isinstance(outcome, bool) else 0
+
+
+def _undecodable(args: Sequence[str]) -> str:
+    """The first argument holding bytes that were not UTF-8, named by its flag (``--cluster``)
+    or shown as it was given; "" when every argument is text."""
+    for index, arg in enumerate(args):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            flag, equals, value = arg.partition("=")
+            if equals and flag.startswith("--"):
+                return f"{flag} {ascii(value)[:200]}"
+            shown = ascii(arg)[:200]
+            before = args[index - 1] if index else ""
+            return f"{before} {shown}" if before.startswith("-") else f"argument {shown}"
+    return ""
 
 
 # Typer checks option values with pydantic and words its errors so; said here as the README does.

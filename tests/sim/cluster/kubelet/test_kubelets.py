@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -415,8 +414,5 @@ def test_two_hundred_nodes_heartbeat_at_twenty_writes_per_cluster_second_cheaply
     sim.run_for(15)  # every lease created
     writes: list[Change] = []
     sim.watch(LEASES, writes.append)
-    started = time.perf_counter()
-    sim.run_for(60)
-    elapsed = time.perf_counter() - started
+    sim.run_for(60)  # its cost per cluster second: bench/cluster.py
     assert 1150 <= len(writes) <= 1250
-    assert elapsed < 2.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from kubemedic.sim.cluster.runtime.client import Client
@@ -370,10 +369,7 @@ def test_thousand_pods_fit_onto_two_thousand_nodes_in_well_under_a_few_seconds()
     requests = {"cpu": "500m", "memory": "1Gi"}
     pod = b.pod("template", phase="Pending", containers=[b.container("main", requests=requests)])
     sim, scheduler, _ = _cluster(*nodes, *_copies(pod, "w", 1000))
-    started = time.process_time()  # CPU time: other processes on the machine do not count
-    sim.run_for(30)
-    elapsed = time.process_time() - started
+    sim.run_for(30)  # how fast: bench/cluster.py
     assert scheduler.scheduled == 1000
-    assert elapsed < 3.0  # well under 1 s on a quiet machine, binds and events included
     used = {p["spec"]["nodeName"] for p in sim.objects("pods")}
     assert len(used) > 500  # LeastAllocated spreads them

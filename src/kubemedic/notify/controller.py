@@ -111,6 +111,10 @@ class Notifier:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Rounds until ``stop`` is set; closes the sender then."""
+        log.info(
+            "notifications on: %s",
+            ", ".join(f"{r.name} ({r.format})" for r in self.settings.receivers) or "no receiver",
+        )
         try:
             while not stop.is_set():
                 try:

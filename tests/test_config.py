@@ -310,6 +310,7 @@ def test_every_printed_section_reads_back_as_its_defaults(
     from kubemedic.breaker import settings as breaker
     from kubemedic.drift import settings as drift
     from kubemedic.guard import settings as guard
+    from kubemedic.notify import settings as notify
     from kubemedic.repair import settings as repair
 
     with pytest.raises(SystemExit) as done:
@@ -324,3 +325,4 @@ def test_every_printed_section_reads_back_as_its_defaults(
     assert drift.load(loaded) == drift.load(empty)
     assert guard.load(loaded) == guard.load(empty)
     assert breaker.load(loaded) == breaker.read({}, source="defaults")
+    assert notify.load(loaded) == notify.read({}, source="defaults")

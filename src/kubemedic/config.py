@@ -89,10 +89,12 @@ class Settings:
     guard: Mapping[str, Any] | None = None
     #: The ``breaker:`` section as written (read by :mod:`kubemedic.breaker.settings`).
     breaker: Mapping[str, Any] | None = None
+    #: The ``notify:`` section as written (read by :mod:`kubemedic.notify.settings`).
+    notify: Mapping[str, Any] | None = None
     source: str = ""
 
 
-_SECTIONS = ("agent", "breaker", "checks", "disabled", "drift", "guard", "repair")
+_SECTIONS = ("agent", "breaker", "checks", "disabled", "drift", "guard", "notify", "repair")
 
 
 def _snake(name: str) -> str:
@@ -131,7 +133,7 @@ def settings_from(raw: Any, *, source: str) -> Settings:
     for key in raw:
         if key not in _SECTIONS:
             raise ConfigError(f"{source}: {_unknown(key, _SECTIONS, 'key')}")
-    for section in ("repair", "agent", "drift", "guard", "breaker"):
+    for section in ("repair", "agent", "drift", "guard", "breaker", "notify"):
         value = raw.get(section)
         if value is not None and not isinstance(value, Mapping):
             raise ConfigError(
@@ -157,6 +159,7 @@ def settings_from(raw: Any, *, source: str) -> Settings:
         drift=raw.get("drift"),
         guard=raw.get("guard"),
         breaker=raw.get("breaker"),
+        notify=raw.get("notify"),
         source=source,
     )
 

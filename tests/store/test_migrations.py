@@ -24,7 +24,7 @@ def test_the_migrated_database_matches_the_schema_exactly(archive: Archive) -> N
     with archive.engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), schema.metadata)
     assert differences == []
-    assert _revision(archive) == "0003"
+    assert _revision(archive) == "0004"
 
 
 def test_text_columns_carry_the_schema_s_collation(archive: Archive) -> None:
@@ -83,7 +83,7 @@ def test_downgrade_removes_everything_and_upgrade_rebuilds_it(archive_url: str) 
             command.downgrade(db._alembic_config(connection), "base")
         assert set(sa.inspect(archive.engine).get_table_names()) == {"alembic_version"}
     with Archive.open(archive_url) as archive:
-        assert _revision(archive) == "0003"
+        assert _revision(archive) == "0004"
         assert set(sa.inspect(archive.engine).get_table_names()) > set(schema.metadata.tables)
 
 
@@ -95,5 +95,6 @@ def test_the_migrations_ship_inside_the_package() -> None:
         "versions/0001_initial.py",
         "versions/0002_repair_ledger.py",
         "versions/0003_breaker.py",
+        "versions/0004_notifications.py",
     ):
         assert (migrations / name).is_file(), name

@@ -41,12 +41,13 @@ def register(app: typer.Typer) -> None:
 
 
 def show_defaults() -> None:
-    """Print the repair:, agent:, breaker:, drift: and guard: sections with every default (the
-    checks' defaults: `kubemedic checks NAME`)."""
+    """Print the repair:, agent:, breaker:, drift:, guard: and notify: sections with every
+    default (the checks' defaults: `kubemedic checks NAME`)."""
     from kubemedic.agent import settings as agent_settings  # noqa: PLC0415
     from kubemedic.breaker import settings as breaker_settings  # noqa: PLC0415
     from kubemedic.drift import settings as drift_settings  # noqa: PLC0415
     from kubemedic.guard import settings as guard_settings  # noqa: PLC0415
+    from kubemedic.notify import settings as notify_settings  # noqa: PLC0415
     from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
 
     typer.echo(repair_settings.defaults_text(), nl=False)
@@ -54,6 +55,7 @@ def show_defaults() -> None:
     typer.echo(breaker_settings.defaults_text(), nl=False)
     typer.echo(drift_settings.defaults_text(), nl=False)
     typer.echo(guard_settings.defaults_text(), nl=False)
+    typer.echo(notify_settings.defaults_text(), nl=False)
 
 
 def run(
@@ -99,9 +101,9 @@ def run(
         typer.Option(
             "--config",
             "-c",
-            help="YAML file of check thresholds, the repair: and breaker: sections (node repair "
-            "and the storm breaker run only when theirs is there; `kubemedic config "
-            "show-defaults` prints the defaults).",
+            help="YAML file of check thresholds, the repair:, breaker: and notify: sections (node "
+            "repair, the storm breaker and notifications run only when theirs is there; "
+            "`kubemedic config show-defaults` prints the defaults).",
         ),
     ] = None,
 ) -> None:
@@ -113,6 +115,7 @@ def run(
     from kubemedic.breaker import settings as breaker_settings  # noqa: PLC0415
     from kubemedic.drift import settings as drift_settings  # noqa: PLC0415
     from kubemedic.kube.config import KubeAccessError  # noqa: PLC0415
+    from kubemedic.notify import settings as notify_settings  # noqa: PLC0415
     from kubemedic.repair import settings as repair_settings  # noqa: PLC0415
     from kubemedic.repair.providers.base import ProviderError  # noqa: PLC0415
     from kubemedic.run.daemon import Daemon, DaemonOptions  # noqa: PLC0415
@@ -138,13 +141,14 @@ def run(
     except ArchiveError as error:
         raise _fail(f"--db: {error}") from None
     settings = configuration.Settings()
-    repair = breaker = rules = None
+    repair = breaker = rules = notify = None
     if config is not None:
         try:
             settings = configuration.load_settings(config)
             if settings.repair is not None:
                 repair = repair_settings.load(settings)
             breaker = breaker_settings.load(settings)
+            notify = notify_settings.load(settings)
             if settings.drift is not None:
                 rules = drift_settings.load(settings)
         except configuration.ConfigError as error:
@@ -167,6 +171,7 @@ def run(
         repair=repair,
         breaker=breaker,
         drift_rules=rules,
+        notify=notify,
     )
     try:
         asyncio.run(_serve(Daemon(options)))

@@ -50,6 +50,8 @@ from kubemedic.kube.clock import Clock, ServerClock, WallClock
 from kubemedic.kube.leader import LeaderElector
 from kubemedic.kube.reflector import Reflector
 from kubemedic.model.view import ClusterView
+from kubemedic.notify.controller import Notifier
+from kubemedic.notify.settings import NotifyRun
 from kubemedic.repair import controller as repairing
 from kubemedic.repair.policy.settings import RepairSettings
 from kubemedic.run.recorder import Recorder
@@ -105,6 +107,8 @@ class DaemonOptions:
     breaker: BreakerRun | None = None
     #: The ``drift:`` rules the breaker's drift against Git follows (None: the defaults).
     drift_rules: DriftRules | None = None
+    #: Notifications (``notify:`` of --config); None: none are sent.
+    notify: NotifyRun | None = None
 
 
 class Daemon:
@@ -123,6 +127,7 @@ class Daemon:
         self.scans = 0
         self.repair: repairing.Controller | None = None
         self.breaker: breaking.Controller | None = None
+        self.notifier: Notifier | None = None
         self._reported: dict[str, tuple[int, int, int]] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -243,6 +248,8 @@ class Daemon:
             tasks.append(loop.create_task(self._repair(self.options.repair, stop)))
         if self.options.breaker is not None:
             tasks.append(loop.create_task(self._breaker(self.options.breaker, stop)))
+        if self.options.notify is not None and self.options.notify.receivers:
+            tasks.append(loop.create_task(self._notify(self.options.notify, stop)))
         stopper = loop.create_task(stop.wait())
         try:
             done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
@@ -359,6 +366,16 @@ class Daemon:
         )
         self.breaker = controller
         await controller.run(stop)
+
+    async def _notify(self, run: NotifyRun, stop: asyncio.Event) -> None:
+        """Notifications, on the leader, once the caches are filled (so the first round sees
+        what the recorder and the first scan wrote)."""
+        archive = self.archive
+        assert archive is not None
+        await self._synced()
+        notifier = Notifier(archive=archive, run=run, cluster=self.cluster, clock=self.clock)
+        self.notifier = notifier
+        await notifier.run(stop)
 
     async def _poll(self) -> None:
         api, recorder = self.api, self.recorder

@@ -7,7 +7,8 @@ bodies, ``writer`` upserts batches idempotently with their checkpoints in one tr
 deletes what a policy no longer keeps, ``queries`` answers the CLI's questions, ``repairs`` keeps
 node repair's state (repairs in flight, the ledger, decisions, node states) as the plain dicts
 the repair package's codec writes (the store never imports the repair package), ``breakers``
-keeps the storm breaker's state and audit trail likewise.
+keeps the storm breaker's state and audit trail likewise, ``notices`` what each notification
+receiver has accepted.
 
 May import: :mod:`kubemedic.checks`, :mod:`kubemedic.model`, :mod:`kubemedic.errors`; never the
 live client, the simulator or the command line.
@@ -19,6 +20,7 @@ __all__ = [
     "db",
     "episodes",
     "extraction",
+    "notices",
     "queries",
     "records",
     "repairs",

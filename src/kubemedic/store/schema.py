@@ -46,6 +46,7 @@ __all__ = [
     "metric_samples",
     "node_states",
     "node_transitions",
+    "notifications",
     "repair_decisions",
     "repair_ledger",
     "repairs",
@@ -398,3 +399,26 @@ breaker_decisions = Table(
     Index(None, "cluster", "owner", "at"),
 )
 """The breaker's audit trail: one row per decision announced or carried out, with its outcome."""
+
+
+# -- notifications (kubemedic.notify remembers what each receiver was sent) -------------------
+
+notifications = Table(
+    "notifications",
+    metadata,
+    Column("cluster", TEXT, nullable=False),
+    #: The receiver's name (``notify.receivers[].name``).
+    Column("receiver", TEXT, nullable=False),
+    #: The group key: ``incident:<cause>``, ``quarantine:<node>``, ``hold:<node>``,
+    #: ``storm:<owner>``.
+    Column("key", TEXT, nullable=False),
+    #: ``firing`` or ``resolved``: the last status the receiver accepted.
+    Column("status", TEXT, nullable=False),
+    #: The subject as last sent, as JSON (``kubemedic.notify.policy.Sent.to_json``).
+    Column("body", TEXT, nullable=False),
+    Column("first_sent", Float, nullable=False),
+    Column("last_sent", Float, nullable=False),
+    PrimaryKeyConstraint("cluster", "receiver", "key"),
+)
+"""What each receiver has accepted, per group: a restarted or newly elected replica sends no
+group again, and a receiver that failed is sent what it missed on the next round."""

@@ -19,7 +19,7 @@ Node repair (fed by each round of :class:`kubemedic.repair.controller.Controller
   ``hold``, ``skip``) and Event reason (``KubemedicRepairStarted``...);
 - ``kubemedic_repair_holds_total{brake}``: holds announced, by brake;
 - ``kubemedic_repair_actions_total{action, result}``: actions executed (``reboot``, ``drain``,
-  ``quarantine``, ``alert``...; ``ok`` or ``failed``).
+  ``quarantine``, ``alert``...; ``done``, ``failed``, or ``dry-run``: decided, nothing done).
 
 Storm breaker (fed by each round of :class:`kubemedic.breaker.controller.Controller`):
 
@@ -27,7 +27,9 @@ Storm breaker (fed by each round of :class:`kubemedic.breaker.controller.Control
 - ``kubemedic_breaker_decisions_total{kind, reason}``: decisions (``act``, ``dry-run``,
   ``alert``, ``hold``, ``storm-ended``) by Event reason (``KubemedicBreakerStorm``...);
 - ``kubemedic_breaker_actions_total{action, result}``: actions executed (``revert-out-of-band``:
-  the reverts; ``scale-to-fit``, ``prune-failed``; ``ok`` or ``failed``).
+  the reverts; ``scale-to-fit``, ``prune-failed``) by the executor's word: ``done``,
+  ``dry-run``, ``conflict`` (the object changed meanwhile: decided again next round),
+  ``failed``.
 
 Recorder:
 
@@ -246,15 +248,16 @@ class RunMetrics:
                 self.holds.labels(brake_of(decision.message)).inc()
         for decision, outcome in done.outcomes:
             action = decision.action.value if decision.action is not None else ""
-            self.repair_actions.labels(action, "ok" if outcome.ok else "failed").inc()
+            result = "dry-run" if decision.dry_run else "done" if outcome.ok else "failed"
+            self.repair_actions.labels(action, result).inc()
 
     def breaker_round(self, done: breaking.Round, storms: int) -> None:
         self.storms.set(storms)
         for decision in done.plan.decisions:
             self.breaker_decisions.labels(decision.kind.value, decision.reason).inc()
-        for decision, outcome in done.outcomes:
+        for decision, b_outcome in done.outcomes:
             action = decision.action.value if decision.action is not None else ""
-            self.breaker_actions.labels(action, "ok" if outcome.ok else "failed").inc()
+            self.breaker_actions.labels(action, b_outcome.word).inc()
 
     def _lag(self) -> float:
         return 0.0 if self.recorder is None else self.recorder.pending_seconds()

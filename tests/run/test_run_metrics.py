@@ -203,3 +203,19 @@ def test_the_daemon_is_ready_as_a_standby_and_once_the_leaders_caches_are_listed
     assert daemon.ready() is None
     daemon.stopping = True
     assert daemon.ready() == daemon.healthy() == "stopping"
+
+
+def test_standing_down_forgets_what_only_a_leader_knows_and_keeps_the_counters() -> None:
+    metrics = RunMetrics()
+    r = metrics.registry
+    metrics.scanned(["oom-killed"], [finding("oom-killed", Severity.WARNING, "a")], 1.0)
+    metrics.repair_round(
+        repairing.Round(AT, Plan((), {}, states=(NodeState("a", "held", "", HELD_BY_ZONE),)))
+    )
+    metrics.leader.set(1)
+    metrics.standing_down()
+    assert sample(r, "kubemedic_leader") == 0
+    assert sample(r, "kubemedic_findings", check="oom-killed", severity="warning") is None
+    assert sample(r, "kubemedic_nodes", state="held") == 0
+    assert sample(r, "kubemedic_repair_held_nodes", brake="correlated") == 0
+    assert sample(r, "kubemedic_scans_total") == 1

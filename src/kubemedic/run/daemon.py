@@ -276,13 +276,11 @@ class Daemon:
         checkpoints = await asyncio.to_thread(archive.checkpoints, self.cluster)
         recorder = Recorder(archive, self.cluster, now=self.clock.now)
         self.recorder = recorder
-        self.prometheus.recording(recorder)
         self.reflectors = [
             Reflector(api, kind, recorder, resume_from=checkpoints.get(kind.stream))
             for kind in RECORDED
         ]
         self.recording = True
-        self.prometheus.leader.set(1)
         wanted = [*CACHED]
         if self.options.repair is not None:
             wanted += [kind for kind in REPAIR_CACHED if kind not in wanted]
@@ -291,7 +289,7 @@ class Daemon:
                 self.reflectors.append(Reflector(api, kind))
             else:
                 log.info("%s is not served: the scans go without it", kind.stream)
-        self.prometheus.watches.watching(self.reflectors)
+        self.prometheus.leading(recorder, self.reflectors)
         recorder.start()
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(reflector.run()) for reflector in self.reflectors]
@@ -317,8 +315,7 @@ class Daemon:
                     await task
             await recorder.stop()
             self.recording = False
-            self.prometheus.leader.set(0)
-            self.prometheus.watches.retire()
+            self.prometheus.standing_down()
             self._report(everything=True)
             log.info(
                 "recorder stopped: %d changes, %d rows in %d batches",

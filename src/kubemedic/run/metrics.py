@@ -214,6 +214,25 @@ class RunMetrics:
         self.scans.inc()
         self.last_scan.set(at)
 
+    def leading(self, recorder: Recorder, reflectors: Sequence[Reflector]) -> None:
+        """This replica leads: follow its ``recorder`` (writes, lag) and ``reflectors``."""
+        self.recording(recorder)
+        self.watches.watching(reflectors)
+        self.leader.set(1)
+
+    def standing_down(self) -> None:
+        """This replica stopped leading: what only a leader knows goes back to nothing (a
+        standby must not add stale findings or nodes to a sum over replicas); counters stay."""
+        self.leader.set(0)
+        self.recorder = None
+        self.watches.retire()
+        self.findings.clear()
+        for state in NODE_STATES:
+            self.nodes.labels(state).set(0)
+        for brake in BRAKES:
+            self.held.labels(brake).set(0)
+        self.storms.set(0)
+
     def recording(self, recorder: Recorder) -> None:
         """Follow ``recorder`` (this term's): its writes and its lag."""
         self.recorder = recorder

@@ -173,6 +173,7 @@ async def _record(
     log = (scratch / "run.log").open("wb")
     args = ["run", "--db", url, "--kubeconfig", str(kubeconfig), "--clock", "server"]
     args += ["--no-leader-elect", "--scan-interval", "1m", "--log-level", "warning"]
+    args += ["--listen", "127.0.0.1:0"]  # /metrics on any free port: 9808 may be taken
     recorder = await asyncio.create_subprocess_exec(*KUBEMEDIC, *args, stdout=log, stderr=log)
     try:
         # Listed and checkpointed every stream: recording from here on.

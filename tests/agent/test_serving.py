@@ -44,6 +44,8 @@ def test_metrics_and_healthz(served: Served, tmp_path: Path) -> None:
                 assert "kubemedic_agent_daemon_unhealthy" in text
                 async with http.get(f"http://127.0.0.1:{port}/healthz") as answer:
                     assert (answer.status, await answer.text()) == (200, "ok")
+                async with http.get(f"http://127.0.0.1:{port}/readyz") as answer:
+                    assert (answer.status, await answer.text()) == (200, "ok")
                 clock[0] = clock[0] + config.kubelet.stable  # the checks stopped long ago
                 async with http.get(f"http://127.0.0.1:{port}/healthz") as answer:
                     assert answer.status == 503

@@ -131,6 +131,8 @@ class RecorderProcess:
             str(kubeconfig),
             "--clock",
             "server",
+            # Any free port: replicas and tests side by side must not fight over 9808.
+            *([] if "--listen" in extra else ["--listen", "127.0.0.1:0"]),
             *extra,
         ]
         self.log = log

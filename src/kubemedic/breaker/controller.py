@@ -94,6 +94,8 @@ class Controller:
         self.state = BreakerState()
         self.rounds = 0
         self._saved = ""
+        #: Called with each finished round (the daemon's metrics); must not raise or block.
+        self.observers: list[Callable[[Round], None]] = []
 
     async def load(self) -> None:
         body = await asyncio.to_thread(self.archive.load_breaker, self.cluster)
@@ -188,6 +190,8 @@ class Controller:
             )
             self._saved = saved
         self.rounds += 1
+        for observer in self.observers:
+            observer(done)
         return done
 
 

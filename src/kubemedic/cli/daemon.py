@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kubemedic.cli._common import ContextOption, KubeconfigOption, _fail, configure_logging
+from kubemedic.cli._common import (
+    ContextOption,
+    KubeconfigOption,
+    _fail,
+    configure_logging,
+    listen_address,
+)
 from kubemedic.errors import InputError
 from kubemedic.model.durations import DurationError, parse_duration
 
@@ -96,6 +102,13 @@ def run(
         str | None, typer.Option(help="This replica's identity in the Lease (default: host_uid).")
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    listen: Annotated[
+        str,
+        typer.Option(
+            help="HOST:PORT to serve /metrics (Prometheus), /healthz and /readyz on (port 0: any "
+            "free port, logged)."
+        ),
+    ] = "0.0.0.0:9808",
     config: Annotated[
         Path | None,
         typer.Option(
@@ -135,6 +148,7 @@ def run(
             raise _fail(f"{flag}: expected a duration of at least {shown}, got {text!r}")
         return value
 
+    address = listen_address(listen, example="0.0.0.0:9808")
     configure_logging(log_level, quiet=("alembic",))  # a line per migration step
     try:
         url = database_url(db)
@@ -172,6 +186,7 @@ def run(
         breaker=breaker,
         drift_rules=rules,
         notify=notify,
+        listen=address,
     )
     try:
         asyncio.run(_serve(Daemon(options)))

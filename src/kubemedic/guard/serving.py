@@ -1,4 +1,5 @@
-"""The guard's HTTPS endpoints: ``/validate`` (the webhook), ``/healthz`` and ``/metrics``.
+"""The guard's HTTPS endpoints: ``/validate`` (the webhook), ``/healthz``, ``/readyz`` and
+``/metrics``.
 
 ``POST /validate`` takes an ``admission.k8s.io/v1`` AdmissionReview and answers one with the
 same ``uid`` (:func:`kubemedic.guard.policy.decide`), from the caches only, so the answer comes
@@ -6,10 +7,11 @@ within the configuration's ``timeoutSeconds`` (kube-apiserver appends ``?timeout
 that is not JSON, or not an AdmissionReview, gets ``400`` and a sentence saying what is wrong
 (kube-apiserver then applies the failure policy); the guard itself never fails on one.
 
-``GET /healthz`` answers ``200 ok`` once the caches have listed nodes and pods (``503`` before:
-the Deployment's readiness probe keeps the Service from sending reviews to a guard that knows
-nothing yet). ``GET /metrics`` is Prometheus text: ``kubemedic_guard_reviews_total{verdict}``
-(``allowed``, ``warned``, ``denied``, ``error``, ``malformed``) and ``kubemedic_guard_synced``.
+``GET /healthz`` (and ``/readyz``, the same question) answers ``200 ok`` once the caches have
+listed nodes and pods (``503`` before: the Deployment's readiness probe keeps the Service from
+sending reviews to a guard that knows nothing yet). ``GET /metrics`` is Prometheus text:
+``kubemedic_guard_reviews_total{verdict}`` (``allowed``, ``warned``, ``denied``, ``error``,
+``malformed``) and ``kubemedic_guard_synced``.
 
 :func:`run_guard` is the process: kubeconfig, certificates (:mod:`.certs`, checked again every
 twelve hours and reloaded when renewed), caches, the server.
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import orjson
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from kubemedic.guard import certs
 from kubemedic.guard.caching import ClusterCache
@@ -39,6 +41,7 @@ from kubemedic.guard.policy import (
     parse_review,
 )
 from kubemedic.kube import config as kubeconfig
+from kubemedic.kube import endpoints
 from kubemedic.kube.config import KubeAccessError
 from kubemedic.model import documents
 
@@ -98,32 +101,26 @@ async def serve(
     guard: Guard, host: str, port: int, context: ssl.SSLContext | None
 ) -> web.AppRunner:
     """Start serving ``guard`` (over TLS with ``context``; plain HTTP without one, for local
-    checks only: kube-apiserver calls https); the caller ends it with ``runner.cleanup()``."""
+    checks only: kube-apiserver calls https); the caller ends it with ``runner.cleanup()``.
+    ``/healthz`` and ``/readyz`` are :mod:`kubemedic.kube.endpoints`' probes."""
 
     async def validate(request: web.Request) -> web.Response:
         status, body = guard.answer(await request.read())
         kind = "application/json" if status == 200 else "text/plain"
         return web.Response(status=status, body=body, content_type=kind)
 
-    async def healthz(_: web.Request) -> web.Response:
-        if guard.knowledge.synced:
-            return web.Response(text="ok")
-        return web.Response(status=503, text="nodes and pods are not cached yet")
+    def synced() -> str | None:
+        return None if guard.knowledge.synced else "nodes and pods are not cached yet"
 
-    async def metrics(_: web.Request) -> web.Response:
-        return web.Response(
-            body=generate_latest(guard.registry),
-            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
-        )
-
-    app = web.Application(client_max_size=MAX_REVIEW_BYTES)
-    app.router.add_post("/validate", validate)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", metrics)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, host, port, ssl_context=context).start()
-    return runner
+    return await endpoints.serve(
+        host,
+        port,
+        registry=guard.registry,
+        healthy=synced,
+        routes=[("POST", "/validate", validate)],
+        ssl_context=context,
+        client_max_size=MAX_REVIEW_BYTES,
+    )
 
 
 def server_context(certificates: certs.Certificates) -> ssl.SSLContext:

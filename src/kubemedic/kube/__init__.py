@@ -1,6 +1,7 @@
 """Live cluster access: kubeconfig resolution as kubectl does it, a raw JSON transport over
 lightkube's configured client (``api``, with typed status errors), API discovery, reflectors
-(list, watch, relist on 410, back-off), compact caches, the one writer of Events on Nodes, Lease
+(list, watch, relist on 410, back-off), compact caches, the probes and ``/metrics`` a process
+serves (``endpoints``), the one writer of Events on Nodes, Lease
 leader election, the clock kubemedic reads time from, and the one-shot read of a cluster for
 ``scan`` (``livescan``).
 
@@ -15,6 +16,7 @@ __all__ = [
     "compact",
     "config",
     "discovery",
+    "endpoints",
     "events",
     "kinds",
     "leader",

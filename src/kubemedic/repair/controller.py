@@ -110,6 +110,8 @@ class Controller:
         self.correlated: Mapping[str, str] = {}
         self.announced: set[str] = set()
         self.rounds = 0
+        #: Called with each finished round (the daemon's metrics); must not raise or block.
+        self.observers: list[Callable[[Round], None]] = []
 
     async def load(self) -> None:
         """The repairs in flight, the ledger and recent NotReady transitions, from the archive."""
@@ -225,6 +227,8 @@ class Controller:
             at=now.timestamp(),
         )
         self.rounds += 1
+        for observer in self.observers:
+            observer(done)
         return done
 
     async def _execute(self, decision: Decision, node: NodeObservation | None) -> Outcome:

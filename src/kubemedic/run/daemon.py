@@ -10,7 +10,12 @@ One process, one asyncio loop:
 * metrics.k8s.io is polled (it cannot be watched) and kept as samples;
 * every ``scan_interval`` of cluster time the checks run on a view built from the caches and the
   findings are recorded as episodes;
-* with ``retain`` set, rows older than that are deleted once an hour.
+* with ``retain`` set, rows older than that are deleted once an hour;
+* with ``listen`` set, ``/metrics`` (:mod:`kubemedic.run.metrics`), ``/healthz`` and ``/readyz``
+  are served there (:mod:`kubemedic.kube.endpoints`) from the moment the API server and the
+  archive answered. ``/healthz`` is the event loop answering (a wedged loop answers nothing);
+  ``/readyz`` is ready once the leader's caches hold a complete list of every stream, and at
+  once for a replica waiting for the Lease (a standby is a healthy, ready replica).
 
 Time is the cluster's: with ``clock="server"`` the daemon follows the API server's clock, so
 against the simulator running at 20x a 60 s scan interval passes in 3 s of wall time.
@@ -30,13 +35,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
+
 from kubemedic import checks
 from kubemedic.breaker import controller as breaking
 from kubemedic.breaker.settings import BreakerRun
 from kubemedic.checks.findings import Finding
 from kubemedic.drift.rules import DriftRules
 from kubemedic.kube import config as kubeconfig
-from kubemedic.kube import kinds
+from kubemedic.kube import endpoints, kinds
 from kubemedic.kube.api import (
     Api,
     ApiError,
@@ -54,6 +61,7 @@ from kubemedic.notify.controller import Notifier
 from kubemedic.notify.settings import NotifyRun
 from kubemedic.repair import controller as repairing
 from kubemedic.repair.policy.settings import RepairSettings
+from kubemedic.run.metrics import RunMetrics
 from kubemedic.run.recorder import Recorder
 from kubemedic.store import retention
 from kubemedic.store.db import Archive
@@ -109,6 +117,8 @@ class DaemonOptions:
     drift_rules: DriftRules | None = None
     #: Notifications (``notify:`` of --config); None: none are sent.
     notify: NotifyRun | None = None
+    #: Where to serve /metrics, /healthz and /readyz (host, port; port 0: any); None: nowhere.
+    listen: tuple[str, int] | None = None
 
 
 class Daemon:
@@ -129,6 +139,11 @@ class Daemon:
         self.breaker: breaking.Controller | None = None
         self.notifier: Notifier | None = None
         self._reported: dict[str, tuple[int, int, int]] = {}
+        self.prometheus = RunMetrics()
+        self.recording = False
+        self.stopping = False
+        self.port: int | None = None
+        """The port /metrics is served on, once it is."""
 
     async def run(self, stop: asyncio.Event) -> None:
         options = self.options
@@ -145,7 +160,10 @@ class Daemon:
             await api.close()
             raise
         self.archive = archive
+        runner = None
         try:
+            if options.listen is not None:
+                runner = await self._serve(*options.listen)
             if options.clock == "server":
                 server_clock = ServerClock(api)
                 await server_clock.sync()
@@ -161,8 +179,46 @@ class Daemon:
             else:
                 await self._record(stop)
         finally:
+            self.stopping = True
+            if runner is not None:
+                await runner.cleanup()
             await asyncio.to_thread(archive.close)
             await api.close()
+
+    # endpoints ----------------------------------------------------------------------------
+
+    async def _serve(self, host: str, port: int) -> web.AppRunner:
+        try:
+            runner = await endpoints.serve(
+                host,
+                port,
+                registry=self.prometheus.registry,
+                healthy=self.healthy,
+                ready=self.ready,
+            )
+        except OSError as error:
+            raise kubeconfig.KubeAccessError(
+                f"--listen {host}:{port}: cannot serve: {error.strerror or error}"
+            ) from None
+        self.port = endpoints.bound_port(runner)
+        log.info("serving /metrics, /healthz and /readyz on %s:%d", host, self.port)
+        return runner
+
+    def healthy(self) -> str | None:
+        """The liveness probe's answer (None: alive)."""
+        return "stopping" if self.stopping else None
+
+    def ready(self) -> str | None:
+        """The readiness probe's answer (None: ready): a leader is ready once every stream is
+        listed; a standby is ready as it is."""
+        if self.stopping:
+            return "stopping"
+        if not self.recording:
+            return None
+        waiting = [r.kind.stream for r in self.reflectors if not r.synced.is_set()]
+        if waiting:
+            return "the caches are not synced yet: " + ", ".join(waiting)
+        return None
 
     # leadership ---------------------------------------------------------------------------
 
@@ -229,6 +285,7 @@ class Daemon:
             Reflector(api, kind, recorder, resume_from=checkpoints.get(kind.stream))
             for kind in RECORDED
         ]
+        self.recording = True
         wanted = [*CACHED]
         if self.options.repair is not None:
             wanted += [kind for kind in REPAIR_CACHED if kind not in wanted]
@@ -237,6 +294,7 @@ class Daemon:
                 self.reflectors.append(Reflector(api, kind))
             else:
                 log.info("%s is not served: the scans go without it", kind.stream)
+        self.prometheus.leading(recorder, self.reflectors)
         recorder.start()
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(reflector.run()) for reflector in self.reflectors]
@@ -263,6 +321,8 @@ class Daemon:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
             await recorder.stop()
+            self.recording = False
+            self.prometheus.standing_down()
             self._report(everything=True)
             log.info(
                 "recorder stopped: %d changes, %d rows in %d batches",
@@ -300,8 +360,11 @@ class Daemon:
         # the Lease and reading watches meanwhile.
         bodies = list(self.bodies())
         findings = await asyncio.to_thread(self._assess, bodies, at)
-        await asyncio.to_thread(archive.record_findings, self.cluster, findings, at)
+        written = await asyncio.to_thread(archive.record_findings, self.cluster, findings, at)
         self.scans += 1
+        ran = self.options.check_names or list(checks.REGISTRY)
+        self.prometheus.scanned(ran, findings, at.timestamp())
+        self.prometheus.findings_written(written)
         log.info("scan %d: %d findings", self.scans, len(findings))
         self._report()
 
@@ -347,6 +410,7 @@ class Daemon:
             bodies=self.bodies,
         )
         self.repair = controller
+        controller.observers.append(self.prometheus.repair_round)
         await controller.run(stop)
 
     async def _breaker(self, run: BreakerRun, stop: asyncio.Event) -> None:
@@ -365,6 +429,9 @@ class Daemon:
             rules=self.options.drift_rules,
         )
         self.breaker = controller
+        controller.observers.append(
+            lambda done: self.prometheus.breaker_round(done, len(controller.state.storms))
+        )
         await controller.run(stop)
 
     async def _notify(self, run: NotifyRun, stop: asyncio.Event) -> None:

@@ -29,7 +29,7 @@ from kubemedic.model import objects
 from kubemedic.store import extraction
 from kubemedic.store.db import Archive
 from kubemedic.store.records import EvictionRow
-from kubemedic.store.writer import Batch
+from kubemedic.store.writer import Batch, WriteStats
 
 __all__ = ["Recorder", "RecorderStats"]
 
@@ -78,6 +78,7 @@ class Recorder:
         self.stats = RecorderStats()
         self._batch = self._new_batch()
         self._batch_started: float | None = None
+        self._writing_since: float | None = None
         self._write_lock = asyncio.Lock()
         self._nodes: dict[str, Body] = {}
         self._pod_nodes: dict[tuple[str, str], str] = {}
@@ -88,6 +89,8 @@ class Recorder:
         #: which sorts as time) and the ``time.monotonic()`` of its last change.
         self._newest: dict[str, str] = {}
         self._last_change: dict[str, float] = {}
+        #: Called with each write's counts per table (the daemon's metrics); must not raise.
+        self.on_write: Callable[[WriteStats], None] | None = None
 
     def _new_batch(self) -> Batch:
         return Batch(
@@ -251,13 +254,24 @@ class Recorder:
             if batch.empty:
                 return
             self._batch = self._new_batch()
-            self._batch_started = None
+            self._writing_since, self._batch_started = self._batch_started, None
             started = time.perf_counter()
-            await asyncio.to_thread(self.archive.write, batch)
+            try:
+                written = await asyncio.to_thread(self.archive.write, batch)
+            finally:
+                self._writing_since = None
+            if self.on_write is not None:
+                self.on_write(written)
             self.stats.write_seconds += time.perf_counter() - started
             self.stats.batches += 1
             self.stats.rows += len(batch)
             self.stats.last_write = time.time()
+
+    def pending_seconds(self) -> float:
+        """How long (wall seconds) the oldest change not yet in the archive has waited; 0 when
+        everything seen is written. It grows while writes fail or fall behind."""
+        waiting = [t for t in (self._writing_since, self._batch_started) if t is not None]
+        return max(time.monotonic() - min(waiting), 0.0) if waiting else 0.0
 
     async def _flush_forever(self) -> None:
         while True:

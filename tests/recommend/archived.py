@@ -97,7 +97,8 @@ def worker_oom_kill() -> TerminationRow:
     )
 
 
-def fill(path: Path) -> Path:
+def fill(path: Path | str) -> Path | str:
+    """Write the archive at ``path`` (a file, or an archive URL); returns ``path``."""
     with Archive.open(str(path)) as archive:
         archive.write(
             Batch(

@@ -28,7 +28,9 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return fill(tmp_path_factory.mktemp("recommend") / "kubemedic.db")
+    path = tmp_path_factory.mktemp("recommend") / "kubemedic.db"
+    fill(path)
+    return path
 
 
 def run(*args: str) -> Result:
@@ -77,6 +79,17 @@ def test_the_evicted_hub_gets_more_than_it_used_when_the_kubelet_evicted_it(db: 
     assert hub.current is not None and hub.current.memory_request == 128 * MI
     assert hub.current.cpu_request is None
     assert hub.current.source.startswith(f"archive (eviction of pod {HUB_POD} at ")
+
+
+def test_the_same_recommendations_on_sqlite_and_postgresql(archive_url: str) -> None:
+    fill(archive_url)
+    with Archive.open(archive_url, migrate=False) as archive:
+        found = by_workload(recommend_from_archive(archive, namespace="prod"))
+    hub = found["prod/Deployment/hub:hub"]
+    assert (hub.memory_request, hub.cpu_request, hub.samples) == (2530 * MI, 40, 40)
+    assert hub.current is not None and hub.current.memory_request == 128 * MI
+    worker = found["prod/Deployment/dask-worker:worker"]
+    assert worker.memory_limit == 11776 * MI
 
 
 def test_the_oom_killed_worker_gets_more_than_its_limit(db: Path) -> None:

@@ -108,8 +108,9 @@ def _table(found: Sequence[Recommendation], *, console: Console) -> None:
         )
     console.print(table)
     for rec in found:
+        console.print()
         console.print(
-            archive_cli._cell(f"\n{rec.workload.key} {rec.workload.container}:", "bold"),
+            archive_cli._cell(f"{rec.workload.key} {rec.workload.container}:", "bold"),
             highlight=False,
         )
         if rec.current is not None and rec.current.source:

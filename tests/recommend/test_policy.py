@@ -121,6 +121,16 @@ def test_a_kill_below_the_sampled_peak_changes_nothing() -> None:
     assert "also considered: more than the 1024Mi limit" in texts(found)
 
 
+def test_many_kills_are_summed_up_in_one_reason() -> None:
+    kills = [eviction(5 + i, usage_mi=2000 + i) for i in range(10)]
+    found = recommend(HUB, steady(40, memory_mi=2200), kills=kills)
+    memory = [r.text for r in found.reasons if r.resource == "memory"]
+    assert len(memory) == 3  # 20 kill peaks: the one chosen, the samples', the next and a count
+    assert memory[0].startswith("memory request = limit = 2530Mi: 2200Mi at the last sample")
+    assert memory[1].startswith("also considered: 2200Mi in pod hub-5d8f7c9b4-x7k2p")
+    assert memory[2].endswith("and 18 more, none higher")
+
+
 # -- not enough data ----------------------------------------------------------------------------
 
 
@@ -131,7 +141,7 @@ def test_too_few_samples_give_no_number_and_say_what_is_missing() -> None:
     assert rules(found, "cpu") == ["not-enough-data"]
     assert "not enough data: 10 memory sample(s) over 9m; at least 30 over 30m" in texts(found)
     # The kill is still told: what the number will be at least.
-    assert "at least 2200Mi plus 15% when there is enough data" in texts(found)
+    assert "at least 2200Mi plus 15% once there is enough data" in texts(found)
     assert [change.action for change in found.changes] == ["no-data"] * 4
 
 

@@ -379,15 +379,12 @@ def _memory(
     missing = _enough(found, settings, "memory")
     buffer = f"{settings.memory_buffer:.0%}"
     if missing is not None:
-        hints = [
-            Reason(
-                p.rule,
-                "memory",
-                f"at least {_mib(p.amount)} plus {buffer} when there is enough data: {p.text}",
-            )
-            for p in peaks
-        ]
-        return None, [missing, *hints]
+        if not peaks:
+            return None, [missing]
+        top_kill = max(peaks, key=lambda p: p.amount)
+        more = f" ({len(peaks) - 1} more kill peak(s), none higher)" if len(peaks) > 1 else ""
+        hint = f"at least {_mib(top_kill.amount)} plus {buffer} once there is enough data: "
+        return None, [missing, Reason(top_kill.rule, "memory", hint + top_kill.text + more)]
     top = max(found, key=lambda s: (s.memory_bytes or 0, -s.at.timestamp()))
     assert top.memory_bytes is not None
     sampled = _Peak(
@@ -406,11 +403,12 @@ def _memory(
             f"memory request = limit = {_mib(amount)}: {highest.text}, plus {buffer}",
         )
     ]
-    reasons += [
-        Reason(p.rule, "memory", f"also considered: {p.text}")
-        for p in [sampled, *peaks]
-        if p is not highest
-    ]
+    if sampled is not highest:
+        reasons.append(Reason(sampled.rule, "memory", f"also considered: {sampled.text}"))
+    others = sorted((p for p in peaks if p is not highest), key=lambda p: -p.amount)
+    if others:
+        more = f" and {len(others) - 1} more, none higher" if len(others) > 1 else ""
+        reasons.append(Reason(others[0].rule, "memory", f"also considered: {others[0].text}{more}"))
     return amount, reasons
 
 

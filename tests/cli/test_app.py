@@ -50,6 +50,7 @@ def test_the_app_has_the_commands_of_every_group() -> None:
         ("demo",),
         ("events",),
         ("oom",),
+        ("recommend",),
         ("run",),
         ("incidents", "list"),
         ("incidents", "show"),

@@ -20,6 +20,7 @@ from lightkube.config.kubeconfig import KubeConfig
 from kubemedic.agent.daemon import Agent
 from kubemedic.agent.settings import AgentConfig, KubeletConfig, RuntimeConfig
 from kubemedic.kube.api import Api, Kind
+from kubemedic.sim.apiserver.http import RequestLog
 from kubemedic.sim.apiserver.server import kubeconfig
 from tests.agent.fakes import FakeHost
 from tests.paths import ROOT
@@ -133,6 +134,8 @@ def test_the_rbac_grants_exactly_the_calls_the_agent_makes(served: Served, tmp_p
         runtime=RuntimeConfig(start_delay=timedelta(0), period=fast),
     )
     calls: set[tuple[str, str, str]] = set()
+    log = RequestLog()  # the same calls, as the API server's authorizer sees them
+    served.emulator.server.request_log = log
 
     async def main() -> None:
         config_dict = kubeconfig(served.emulator.url)
@@ -174,5 +177,6 @@ def test_the_rbac_grants_exactly_the_calls_the_agent_makes(served: Served, tmp_p
             await other.close()
 
     asyncio.run(main())
+    assert {(verb, resource, ns) for verb, _, resource, ns in log.rules()} == calls
     assert calls - granted() == set(), "calls the RBAC does not allow"
     assert granted() - calls == set(), "permissions the agent never uses"

@@ -20,6 +20,7 @@ from lightkube.config.kubeconfig import KubeConfig
 from kubemedic.agent.daemon import Agent
 from kubemedic.agent.settings import AgentConfig, KubeletConfig, RuntimeConfig
 from kubemedic.kube.api import Api, Kind
+from kubemedic.sim.apiserver.http import RequestLog
 from kubemedic.sim.apiserver.server import kubeconfig
 from tests.agent.fakes import FakeHost
 from tests.paths import ROOT
@@ -30,12 +31,17 @@ KUBECTL = shutil.which("kubectl")
 
 
 def rendered() -> list[dict[str, Any]]:
+    """The agent's objects of the rendered base (tests/deploy checks the others)."""
     if KUBECTL is None:
         pytest.skip("kubectl is not installed: the base is rendered with `kubectl kustomize`")
     out = subprocess.run(
         [KUBECTL, "kustomize", str(DEPLOY)], check=True, capture_output=True, text=True
     ).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
+    return [
+        d
+        for d in yaml.safe_load_all(out)
+        if d and d["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "kubemedic-agent"
+    ]
 
 
 def test_the_base_renders_and_every_object_is_valid() -> None:
@@ -43,6 +49,8 @@ def test_the_base_renders_and_every_object_is_valid() -> None:
     kinds = {(o["kind"], o["metadata"]["name"]) for o in objects}
     assert ("DaemonSet", "kubemedic-agent") in kinds
     for body in objects:
+        if body["apiVersion"].startswith("monitoring.coreos.com/"):
+            continue  # a custom resource: tests/deploy/test_render.py checks its structure
         kubernetes_validate.validate(body, "1.32.0", strict=True)
 
 
@@ -126,6 +134,8 @@ def test_the_rbac_grants_exactly_the_calls_the_agent_makes(served: Served, tmp_p
         runtime=RuntimeConfig(start_delay=timedelta(0), period=fast),
     )
     calls: set[tuple[str, str, str]] = set()
+    log = RequestLog()  # the same calls, as the API server's authorizer sees them
+    served.emulator.server.request_log = log
 
     async def main() -> None:
         config_dict = kubeconfig(served.emulator.url)
@@ -167,5 +177,6 @@ def test_the_rbac_grants_exactly_the_calls_the_agent_makes(served: Served, tmp_p
             await other.close()
 
     asyncio.run(main())
+    assert {(verb, resource, ns) for verb, _, resource, ns in log.rules()} == calls
     assert calls - granted() == set(), "calls the RBAC does not allow"
     assert granted() - calls == set(), "permissions the agent never uses"

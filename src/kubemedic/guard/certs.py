@@ -20,6 +20,12 @@ the same authority, so the ``caBundle`` stays the same) when it expires within `
 (30 days), does not name every host asked for, or was not signed by ``ca.crt``; the authority is
 replaced (and the configuration must be rendered again) only when it is missing, unreadable or
 expires within ``renew_before``.
+
+**A directory kept by someone else.** A directory with ``tls.crt`` and ``tls.key`` but no
+``ca.key`` (cert-manager's Secret, mounted read-only: ``ca.crt``, ``tls.crt``, ``tls.key``) is
+used as it is and never written: its keeper renews it. The serving certificate must still be an
+ECDSA one naming every host; :func:`ensure` reports it ``renewed`` each time, so that a running
+server loads the files again at each check and follows the keeper's renewals.
 """
 
 from __future__ import annotations
@@ -91,6 +97,8 @@ def ensure(
     if not hosts:
         raise CertificateError("a serving certificate needs at least one host name")
     at = now or datetime.datetime.now(datetime.UTC)
+    if _kept_elsewhere(directory):
+        return _external(directory, hosts)
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         ca = _read_pair(directory / "ca.crt", directory / "ca.key")
@@ -114,6 +122,28 @@ def ensure(
 
 
 _Pair = tuple[x509.Certificate, ec.EllipticCurvePrivateKey]
+
+
+def _kept_elsewhere(directory: Path) -> bool:
+    return (directory / "tls.crt").is_file() and not (directory / "ca.key").exists()
+
+
+def _external(directory: Path, hosts: tuple[str, ...]) -> Certificates:
+    serving = _read_pair(directory / "tls.crt", directory / "tls.key")
+    if serving is None:
+        raise CertificateError(
+            f"{directory}: tls.crt and tls.key are not a matching ECDSA certificate and key"
+        )
+    missing = [host for host in hosts if _canonical(host) not in _names(serving[0])]
+    if missing:
+        raise CertificateError(
+            f"{directory}/tls.crt does not name {', '.join(missing)}: the webhook is called so"
+        )
+    try:
+        ca_pem = (directory / "ca.crt").read_bytes()
+    except OSError:
+        ca_pem = _cert_pem(serving[0])
+    return Certificates(directory, ca_pem, renewed=True)
 
 
 def _read_pair(cert_file: Path, key_file: Path) -> _Pair | None:
@@ -147,13 +177,19 @@ def _usable(
         cert.verify_directly_issued_by(ca)
     except (ValueError, TypeError, InvalidSignature):
         return False
+    have = _names(cert)
+    return bool(have) and all(_canonical(host) in have for host in hosts)
+
+
+def _names(cert: x509.Certificate) -> set[str]:
+    """The DNS names and IP addresses of the subject alternative names."""
     try:
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
-        return False
+        return set()
     have = {str(n) for n in names.get_values_for_type(x509.DNSName)}
     have |= {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
-    return all(_canonical(host) in have for host in hosts)
+    return have
 
 
 def _canonical(host: str) -> str:

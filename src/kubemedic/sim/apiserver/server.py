@@ -29,6 +29,7 @@ from aiohttp import web
 
 from kubemedic.model.objects import gc_paused
 from kubemedic.sim.apiserver.http.faults import Faults
+from kubemedic.sim.apiserver.http.recording import RequestLog
 from kubemedic.sim.apiserver.openapi import crds
 from kubemedic.sim.apiserver.openapi.gitops_crds import gitops_crds
 from kubemedic.sim.apiserver.registry import admitting, defaulting, zeroing
@@ -79,6 +80,9 @@ class ApiServer:
         #: Called before a get or list of a store (``pods.metrics.k8s.io``...): lets the
         #: simulator materialise computed objects only when someone reads them.
         self.read_hooks: dict[str, Callable[[], None]] = {}
+        #: When set, every request to a served resource is noted in it (its RBAC attributes):
+        #: tests compare the calls a component makes with the permissions it is deployed with.
+        self.request_log: RequestLog | None = None
         #: Called with the aiohttp application before the API's own routes are added: other
         #: services served on the same port (the simulated cloud's Keystone and Nova) add theirs.
         self.routes: list[Callable[[web.Application], None]] = []

@@ -23,6 +23,7 @@ from aiohttp import web
 from kubemedic import __version__
 from kubemedic.sim.apiserver.fields import fieldmanaging
 from kubemedic.sim.apiserver.http.faults import FaultError
+from kubemedic.sim.apiserver.http.recording import ApiCall, request_verb
 from kubemedic.sim.apiserver.http.responses import JSON, Backend, json_response, table_for
 from kubemedic.sim.apiserver.http.watching import stream
 from kubemedic.sim.apiserver.openapi.documents import OpenAPI
@@ -156,6 +157,12 @@ class Handler:
             raise _not_found_path()
         if res.namespaced and name is not None and namespace is None:
             raise _not_found_path()
+        log = self.server.request_log
+        if log is not None:
+            watch = _flag(request.query.get("watch"))
+            verb = request_verb(request.method, named=name is not None, watch=watch)
+            agent = request.headers.get("User-Agent", "")
+            log.add(ApiCall(verb, res.group, res.plural, sub, namespace or "", agent))
         return await self._resource(request, res, namespace, name, sub)
 
     async def _resource(

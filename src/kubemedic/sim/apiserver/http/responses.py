@@ -15,6 +15,7 @@ import orjson
 from aiohttp import web
 
 from kubemedic.sim.apiserver.http.faults import Faults
+from kubemedic.sim.apiserver.http.recording import RequestLog
 from kubemedic.sim.apiserver.openapi import crds
 from kubemedic.sim.apiserver.registry.collecting import Collector
 from kubemedic.sim.apiserver.registry.writing import Writer
@@ -41,6 +42,7 @@ class Backend(Protocol):
     faults: Faults
     bookmark_seconds: float
     read_hooks: dict[str, Callable[[], None]]
+    request_log: RequestLog | None
 
 
 def json_response(

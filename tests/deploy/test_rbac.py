@@ -13,7 +13,7 @@ component does its work over HTTP:
   emulator's webhook call.
 
 Each rendered permission of the component's ServiceAccount must be used by a recorded call, or
-be listed in :data:`UNEXERCISED` with the reason no test run makes it; each recorded call must
+be listed in :data:`UNEXERCISED` with the reason no test run makes it (a run may still happen to); each recorded call must
 be allowed. A cluster-wide permission used only in kubemedic's own namespace would be a Role
 there. The node agent's permissions are checked the same way in tests/agent/test_deploy.py.
 """
@@ -208,8 +208,10 @@ def _compare(account: str, calls: set[Grant]) -> None:
     explained = UNEXERCISED[account]
     unused = sorted(g for g in granted if not used(g, calls) and g not in explained)
     assert not unused, f"permissions of {account} no call uses: {unused}; calls: {sorted(calls)}"
-    stale = sorted(g for g in explained if g not in granted or used(g, calls))
-    assert not stale, f"UNEXERCISED entries of {account} that are used or not granted: {stale}"
+    # An explained grant a run happens to use (an Event bumped within its window on a slow
+    # machine) is fine; one that is not granted at all is a stale entry.
+    stale = sorted(g for g in explained if g not in granted)
+    assert not stale, f"UNEXERCISED entries of {account} that are not granted: {stale}"
     for grant in granted:
         namespaces = {c[3] for c in used(grant, calls)}
         if not grant[3] and namespaces == {NAMESPACE}:

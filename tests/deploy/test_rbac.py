@@ -13,9 +13,10 @@ component does its work over HTTP:
   emulator's webhook call.
 
 Each rendered permission of the component's ServiceAccount must be used by a recorded call, or
-be listed in :data:`UNEXERCISED` with the reason no test run makes it (a run may still happen to); each recorded call must
-be allowed. A cluster-wide permission used only in kubemedic's own namespace would be a Role
-there. The node agent's permissions are checked the same way in tests/agent/test_deploy.py.
+be listed in :data:`UNEXERCISED` with the reason no test run makes it (a run may still happen
+to); each recorded call must be allowed. A cluster-wide permission used only in kubemedic's
+own namespace would be a Role there. The node agent's permissions are checked the same way in
+tests/agent/test_deploy.py.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ EXPECTED = {
     ("ConfigMap", "kubemedic-dashboard"),
 }
 
+
 def validate(objects: list[dict[str, Any]]) -> None:
     for body in objects:
         schema = SCHEMAS.get((body["apiVersion"], body["kind"]))

@@ -167,6 +167,7 @@ terminations = Table(
     Index(None, "cluster", "reason", "finished_at"),
     Index(None, "cluster", "node", "finished_at"),
     Index(None, "cluster", "namespace", "pod"),
+    Index(None, "cluster", "finished_at"),
 )
 """Container terminations read from pod statuses (``state.terminated``, ``lastState.terminated``):
 OOM kills, errors, completions."""
@@ -269,6 +270,7 @@ findings = Table(
     Index(None, "cluster", "cause", "first_seen"),
     Index(None, "cluster", "last_seen"),
     Index(None, "cluster", "fingerprint", "last_seen"),
+    Index(None, "cluster", "check", "last_seen"),
 )
 """Findings of the daemon's scans, one row per episode."""
 

@@ -64,6 +64,7 @@ def test_the_app_has_the_commands_of_every_group() -> None:
         ("rollback", "status"),
         ("guard", "serve"),
         ("guard", "render"),
+        ("web",),
     }
 
 

@@ -25,6 +25,10 @@ FORBIDDEN = (
     "kubemedic.run",
     "kubemedic.incidents",
     "kubemedic.kube",
+    "kubemedic.web",
+    "fastapi",
+    "uvicorn",
+    "jinja2",
 )
 
 # Reports the modules loaded when the command is done: when ``main()`` returns, or when it ends

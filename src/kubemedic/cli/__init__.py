@@ -3,9 +3,10 @@
 One module per command group (``scan`` with ``checks``, ``sim``, ``demo``, ``archive`` for
 ``events`` and ``oom``, ``daemon`` for ``run``, ``incidents``, ``nodes`` for node repair,
 ``agent`` for the node agent, ``rollback`` for the filesystem rollback kit, ``drift`` against
-Git, ``guard`` for the admission webhook, ``recommend`` for right-sizing), sharing ``_common``;
-each imports what its commands need when they run, so start-up (and ``--version``) loads typer
-and the command definitions only. The command modules never import this package's own names.
+Git, ``guard`` for the admission webhook, ``recommend`` for right-sizing, ``web`` for the
+dashboard), sharing ``_common``; each imports what its commands need when they run, so start-up
+(and ``--version``) loads typer and the command definitions only. The command modules never
+import this package's own names.
 
 Exit codes everywhere: 0 when nothing is at or above ``--fail-on``, 1 when something is, 2 for a
 usage or input error or a cluster or archive kubemedic could not use (one line naming the file,
@@ -44,6 +45,7 @@ from kubemedic.cli import (
     rollback,
     scan,
     sim,
+    web,
 )
 from kubemedic.errors import KubemedicError
 
@@ -91,7 +93,20 @@ def _root(
 
 
 # In the order `kubemedic --help` lists them.
-for _group in (scan, drift, sim, demo, archive, daemon, incidents, nodes, agent, rollback, guard):
+for _group in (
+    scan,
+    drift,
+    sim,
+    demo,
+    archive,
+    daemon,
+    incidents,
+    nodes,
+    agent,
+    rollback,
+    guard,
+    web,
+):
     _group.register(app)
 recommend.register(app)
 

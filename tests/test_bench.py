@@ -115,3 +115,11 @@ def test_policy_chaos_benchmark_runs_and_breaks_no_rule() -> None:
     out = run_bench("policy_chaos.py", *("--seeds", "2", "--nodes", "60", "--rounds", "6"))
     assert "invariant violations 0" in out
     assert "policy per round     median" in out
+
+
+@pytest.mark.timeout(300)
+def test_web_benchmark_measures_every_page_and_api_call_on_a_small_archive() -> None:
+    out = run_bench("web.py", "--quick", "--postgres", "")
+    assert "sqlite: incidents: cold build" in out
+    for label in ("api events, a page half-way down", "api incident", "page overview"):
+        assert re.search(rf"sqlite: {re.escape(label)} +p50 +[\d.]+ ms +p95 +[\d.]+ ms", out)

@@ -3,8 +3,8 @@
 The archive is only read (``transaction(write=False)``). Incidents are grouped from the whole
 archive of one cluster as ``kubemedic incidents`` groups them (so an id means the same incident
 there and here) and kept in memory until ``browsing.version`` says a row they are made of
-changed; their list is then paged in memory by the same keyset rule as the tables (newest
-start first, then id).
+changed (looked at no more often than every ``INCIDENTS_FRESH`` seconds); their list is then
+paged in memory by the same keyset rule as the tables (newest start first, then id).
 
 Times go out as RFC 3339 in UTC (``2023-02-01T19:40:00Z``, microseconds when there are some).
 """
@@ -64,12 +64,16 @@ class _Cached:
     version: tuple[Any, ...]
     incidents: list[Incident]
     by_id: dict[str, Incident] = field(default_factory=dict)
+    built: float = 0.0
 
 
 class Reader:
     """Read-only access to one open archive for the API and the pages (thread-safe)."""
 
     CLUSTERS_TTL: Final = 30.0
+    INCIDENTS_FRESH: Final = 10.0
+    """Seconds a grouping of incidents is served after the archive changed: a recorder writing
+    every second would otherwise have them grouped again on every request."""
 
     def __init__(self, archive: Archive, *, cluster: str | None = None) -> None:
         self.archive = archive
@@ -154,15 +158,20 @@ class Reader:
         return found
 
     def _cached(self, cluster: str) -> _Cached:
-        version = self.read("version", cluster)
         with self._lock:
             cached = self._incidents.get(cluster)
-            if cached is not None and cached.version == version:
-                return cached
+        if cached is not None and time.monotonic() - cached.built < self.INCIDENTS_FRESH:
+            return cached
+        version = self.read("version", cluster)
+        if cached is not None and cached.version == version:
+            cached.built = time.monotonic()
+            return cached
         with self.archive.failures():
             built = incident_archive.incidents(self.archive.engine, cluster=cluster)
         built.sort(key=lambda incident: (incident.start, incident.id), reverse=True)
-        cached = _Cached(version, built, {incident.id: incident for incident in built})
+        cached = _Cached(
+            version, built, {incident.id: incident for incident in built}, time.monotonic()
+        )
         with self._lock:
             self._incidents[cluster] = cached
         return cached

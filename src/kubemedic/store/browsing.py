@@ -143,7 +143,9 @@ def _paged(
     if key is None or key[0] is not None:
         timed = [*filters, t.is_not(None)]
         if key is not None:
-            timed.append(sa.or_(t < key[0], sa.and_(t == key[0], row_id < key[1])))
+            # The bound on the time alone is what the index range scan starts from; the id
+            # only breaks ties on it.
+            timed.extend([t <= key[0], sa.or_(t < key[0], row_id < key[1])])
         query = sa.select(table).where(*timed).order_by(t.desc(), row_id.desc()).limit(wanted + 1)
         rows.extend(connection.execute(query).mappings())
     if len(rows) <= wanted:

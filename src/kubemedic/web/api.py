@@ -15,6 +15,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
+from kubemedic.incidents import Incident
+from kubemedic.model import objects
 from kubemedic.store import browsing
 from kubemedic.web.reading import NotFound, Reader, as_time, shaped
 
@@ -169,11 +171,28 @@ def findings(
     )
 
 
-def _brief(incident: Any) -> dict[str, Any]:
+def _brief(incident: Incident) -> dict[str, Any]:
+    """An incident without its timeline, findings, signals, cause, follow-ups and related links
+    (a list's row: ``/incidents/{id}`` has the rest)."""
     return {
-        key: value
-        for key, value in incident.to_json().items()
-        if key not in ("timeline", "findings", "signals", "suspectedCause", "followUps")
+        "id": incident.id,
+        "cluster": incident.cluster,
+        "cause": incident.cause,
+        "kind": incident.kind.value,
+        "title": incident.title,
+        "summary": incident.summary,
+        "start": objects.format_time(incident.start),
+        "end": objects.format_time(incident.end),
+        "durationSeconds": int(incident.duration_seconds),
+        "severity": incident.severity.label,
+        "tags": list(incident.tags),
+        "symptoms": list(incident.symptoms),
+        "pools": list(incident.pools),
+        "nodes": list(incident.nodes),
+        "workloads": list(incident.workloads),
+        "culprits": list(incident.culprits),
+        "harmed": list(incident.harmed),
+        "relatedCount": len(incident.related),
     }
 
 

@@ -41,8 +41,13 @@ from ..run.harness import KUBEMEDIC, RecorderProcess, eventually
 #: A whole scenario played over HTTP: minutes on a loaded 2-core machine, not the suite's 120 s.
 pytestmark = pytest.mark.timeout(900)
 
-SPEED = 300.0
-"""Cluster seconds per wall second asked of the paced run."""
+SPEED = 100.0
+"""Cluster seconds per wall second asked of the paced run.
+
+The repairs of one pool queue behind each other (``maxInFlight`` 1), so the daemon's delays add
+up along the queue, and a stalled second is 100 cluster seconds: at 300x a loaded machine pushed
+the last repairs past the scenario's end. At 100x the ladder's shortest wait (Ready held 5m) is
+3 wall seconds."""
 
 KUBELET_STOPPED = "sim-workers-zone-a-mtpxj-5djxk"
 FLAPPING = "sim-workers-zone-b-vgmg7-8qnxk"
@@ -171,6 +176,17 @@ def _ledger(played: Played, node: str) -> dict[str, Any]:
     return next(item for item in played.states if item["name"] == node)
 
 
+def _story(played: Played, node: str) -> str:
+    """What kubemedic did to ``node`` and why, for an assertion's message."""
+    events = sorted(
+        (e for e in played.events if e["object"]["name"] == node),
+        key=lambda e: str(e.get("firstSeen") or ""),
+    )
+    lines = [f"{e.get('firstSeen')} {e['reason']}: {e.get('message')}" for e in events]
+    ledger = json.dumps(_ledger(played, node), indent=1, default=str)
+    return "\n".join([f"{node}:", *lines, ledger])
+
+
 @pytest.fixture(scope="module")
 def acting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     tmp = tmp_path_factory.mktemp("acting")
@@ -199,9 +215,10 @@ def test_a_stopped_kubelet_and_a_hung_runtime_are_restarted_not_rebooted(acting:
 
 def test_a_transient_misconfiguration_is_drained_rebooted_and_uncordoned(acting: Played) -> None:
     node = acting.nodes[TRANSIENT]
-    assert _host(acting, TRANSIENT).reboots == 1
-    assert _boot_id(node) != acting.boot_ids[TRANSIENT]
-    assert _ready(node) and not node["spec"].get("unschedulable")
+    story = _story(acting, TRANSIENT)
+    assert _host(acting, TRANSIENT).reboots == 1, story
+    assert _boot_id(node) != acting.boot_ids[TRANSIENT], story
+    assert _ready(node) and not node["spec"].get("unschedulable"), story
     reasons = _reasons(acting, TRANSIENT)
     for step in (
         "KubemedicRepairCordon",
@@ -214,16 +231,17 @@ def test_a_transient_misconfiguration_is_drained_rebooted_and_uncordoned(acting:
 
 
 def test_a_persistent_misconfiguration_gets_its_machine_replaced(acting: Played) -> None:
-    assert PERSISTENT not in acting.nodes, "the broken node's Machine was deleted"
+    story = _story(acting, PERSISTENT)
+    assert PERSISTENT not in acting.nodes, story
     ledger = _ledger(acting, PERSISTENT)
-    assert ledger["state"] == "gone"
+    assert ledger["state"] == "gone", story
     steps = [(s["action"], s["outcome"]) for s in ledger["repairs"]]
     assert steps == [
         ("cordon", "done"),
         ("drain", "done"),
         ("reboot", "failed"),
         ("replace", "replaced"),
-    ]
+    ], story
     successors = [
         n
         for n in acting.nodes.values()
@@ -234,7 +252,8 @@ def test_a_persistent_misconfiguration_gets_its_machine_replaced(acting: Played)
 
 def test_the_flapping_node_is_quarantined_and_never_rebooted(acting: Played) -> None:
     node = acting.nodes[FLAPPING]
-    assert node["metadata"]["labels"].get("kubemedic.io/quarantined") == "true"
+    story = _story(acting, FLAPPING)
+    assert node["metadata"]["labels"].get("kubemedic.io/quarantined") == "true", story
     assert node["spec"].get("unschedulable") is True
     assert _host(acting, FLAPPING).reboots == 0
     assert _ledger(acting, FLAPPING)["state"] == "quarantined"
@@ -252,9 +271,10 @@ def test_a_zone_going_dark_at_once_is_held_with_one_alert(acting: Played) -> Non
 
 
 def test_a_powered_off_node_is_fenced_after_shutoff_then_powered_on(acting: Played) -> None:
-    reasons = _reasons(acting, POWERED_OFF)
+    reasons, story = _reasons(acting, POWERED_OFF), _story(acting, POWERED_OFF)
+    assert "KubemedicRepairFence" in reasons and "KubemedicRepairPowerOn" in reasons, story
     assert reasons.index("KubemedicRepairFence") < reasons.index("KubemedicRepairPowerOn")
-    assert "KubemedicRepairUnfence" in reasons
+    assert "KubemedicRepairUnfence" in reasons, story
     node = acting.nodes[POWERED_OFF]
     assert _ready(node) and not any(
         t.get("key") == "node.kubernetes.io/out-of-service" for t in node["spec"].get("taints", [])
@@ -265,7 +285,9 @@ def test_a_powered_off_node_is_fenced_after_shutoff_then_powered_on(acting: Play
 
 
 def test_a_drain_blocked_by_a_budget_is_reported_with_the_pods(acting: Played) -> None:
-    (message, *_) = _messages(acting, PDB_BLOCKED, "KubemedicRepairDrainBlocked")
+    messages = _messages(acting, PDB_BLOCKED, "KubemedicRepairDrainBlocked")
+    assert messages, _story(acting, PDB_BLOCKED)
+    (message, *_) = messages
     assert "payments/ledger" in message
     assert _host(acting, PDB_BLOCKED).reboots == 0
 

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from kubemedic.kube.api import ApiError, ConnectionLost
 from kubemedic.kube.clock import Clock, sleep_or_stop
 from kubemedic.repair.executing.executor import Executor
-from kubemedic.repair.policy import codec, deciding, health, ladder, observing
+from kubemedic.repair.policy import brakes, codec, deciding, ladder, observing
 from kubemedic.repair.policy.records import (
     Action,
     ClusterState,
@@ -105,7 +105,7 @@ class Controller:
         self.tick = tick
         self.repairs: dict[str, Repair] = {}
         self.history: dict[str, tuple[LedgerEntry, ...]] = {}
-        self.not_ready_at: dict[str, list[datetime]] = {}
+        self.transitions = brakes.Transitions()
         self.alerted: frozenset[str] = frozenset()
         self.correlated: Mapping[str, str] = {}
         self.announced: set[str] = set()
@@ -121,9 +121,9 @@ class Controller:
         await self._read_ledger(now)
         since = (now - self.settings.flapping.window).timestamp()
         transitions = await asyncio.to_thread(self.ledger.not_ready_since, self.cluster, since)
-        self.not_ready_at = {
-            node: [_from_epoch(t) for t in sorted(times)] for node, times in transitions.items()
-        }
+        self.transitions = brakes.Transitions(
+            {node: [_from_epoch(t) for t in sorted(times)] for node, times in transitions.items()}
+        )
         if self.repairs:
             log.info("resuming %d repairs: %s", len(self.repairs), ", ".join(sorted(self.repairs)))
 
@@ -164,14 +164,14 @@ class Controller:
         now = self.clock.now()
         await self._read_ledger(now)
         nodes = observing.observe(list(self.bodies()), self.settings)
-        self._follow_transitions(nodes, now)
+        self.transitions.observe(nodes, now, self.settings)
         nodes = await self._with_power(nodes)
         state = ClusterState(
             now=now,
             nodes=nodes,
             repairs=dict(self.repairs),
             ledger=dict(self.history),
-            not_ready_at={n: tuple(t) for n, t in self.not_ready_at.items()},
+            not_ready_at=self.transitions.snapshot(),
             alerted=self.alerted,
             correlated=self.correlated,
             abilities=self.provider.actions,
@@ -259,16 +259,6 @@ class Controller:
             else:
                 answered.append(node)
         return tuple(answered)
-
-    def _follow_transitions(self, nodes: tuple[NodeObservation, ...], now: datetime) -> None:
-        """Remember each Ready -> NotReady transition seen (for the flapping rule)."""
-        horizon = now - self.settings.flapping.window
-        for node in nodes:
-            since = health.not_ready_since(node, now)
-            seen = self.not_ready_at.setdefault(node.name, [])
-            if since is not None and not any(abs((since - t).total_seconds()) < 1 for t in seen):
-                seen.append(since)
-            seen[:] = [t for t in seen if t >= horizon]
 
 
 def _log(decision: Decision) -> None:

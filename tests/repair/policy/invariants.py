@@ -124,7 +124,19 @@ def must_quarantine(
     ledger_from = now - settings.ledger.window
     if released is not None:
         flaps_from, ledger_from = max(flaps_from, released), max(ledger_from, released)
-    flaps = sum(1 for t in state.not_ready_at.get(node.name, ()) if t >= flaps_from)
+    # A NotReady while one of kubemedic's own disruptive steps ran is the repair's doing.
+    ours = [
+        (s.started, s.finished or now)
+        for e in entries
+        if not e.dry_run
+        for s in e.steps
+        if s.action in ("reboot", "power-on", "restart-kubelet", "restart-runtime")
+    ]
+    flaps = sum(
+        1
+        for t in state.not_ready_at.get(node.name, ())
+        if t >= flaps_from and not any(a <= t <= b for a, b in ours)
+    )
     if flaps >= settings.flapping.transitions:
         return True
     repaired = sum(

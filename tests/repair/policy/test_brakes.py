@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from kubemedic.repair.policy import brakes, deciding
-from kubemedic.repair.policy.records import Action, Kind, LedgerEntry, Step
+from kubemedic.repair.policy.records import Action, Kind, LedgerEntry, Step, StepRecord
 from kubemedic.repair.policy.settings import Budget, CorrelationSettings, RepairSettings
 
 from .builders import MINUTE, T0, acting, acts, execute, healthy_pool, node, of_kind, round_, state
@@ -128,6 +128,65 @@ def test_a_flapping_node_is_quarantined_even_while_it_is_up() -> None:
     assert "flapping: 3 Ready -> NotReady transitions within 1h" in quarantine.message
     two = round_([node("w5")], SETTINGS, now=T0, not_ready_at={"w5": flaps[1:]})
     assert not two.repairs
+
+
+def test_the_not_ready_of_kubemedics_own_reboot_is_not_a_flap() -> None:
+    # The fault (50m ago), the reboot kubemedic asked for (30m ago), one more blip (10m ago):
+    # only two of the three are the node's doing.
+    flaps = tuple(T0 - timedelta(minutes=m) for m in (50, 30, 10))
+    reboot = StepRecord("reboot", T0 - 32 * MINUTE, T0 - 24 * MINUTE, "done")
+    repaired = LedgerEntry(
+        "r1",
+        "w5",
+        "Ready=False for 10m",
+        T0 - 40 * MINUTE,
+        T0 - 20 * MINUTE,
+        "repaired",
+        steps=(StepRecord("cordon", T0 - 40 * MINUTE, T0 - 40 * MINUTE, "done"), reboot),
+    )
+    plan = round_(
+        [node("w5")], SETTINGS, now=T0, not_ready_at={"w5": flaps}, ledger={"w5": (repaired,)}
+    )
+    assert not plan.repairs, plan.decisions
+    assert brakes.flapping(flaps, (repaired,), SETTINGS, T0) == 2
+    # The same NotReady with the reboot only dry-run (nothing was rebooted) is the node's.
+    dry = replace(repaired, dry_run=True)
+    assert brakes.flapping(flaps, (dry,), SETTINGS, T0) == 3
+
+
+def test_one_outage_read_twice_is_one_transition() -> None:
+    transitions = brakes.Transitions()
+    up = node("w5", since=T0 - 3 * 60 * MINUTE)
+    transitions.observe([up], T0, SETTINGS)
+    # Silent: read as down from the last heartbeat plus the grace period...
+    silent = node("w5", since=T0 - 3 * 60 * MINUTE, heartbeat=T0)
+    transitions.observe([silent], T0 + 2 * MINUTE, SETTINGS)
+    # ...then the node lifecycle controller's Unknown, with a transition time of its own.
+    (first,) = transitions.snapshot()["w5"]
+    lifecycle = T0 + 2 * MINUTE + timedelta(seconds=7)
+    unknown = node("w5", ready="Unknown", since=lifecycle, now=T0 + 3 * MINUTE)
+    transitions.observe([unknown], T0 + 3 * MINUTE, SETTINGS)
+    assert transitions.snapshot()["w5"] == (first,)
+    assert abs(first - lifecycle) > timedelta(seconds=1)  # two readings, far enough apart
+    # Ready again, then down again: a second transition.
+    back = node("w5", since=T0 + 5 * MINUTE, now=T0 + 5 * MINUTE)
+    transitions.observe([back], T0 + 5 * MINUTE, SETTINGS)
+    again = node("w5", ready="False", since=T0 + 6 * MINUTE, now=T0 + 6 * MINUTE)
+    transitions.observe([again], T0 + 6 * MINUTE, SETTINGS)
+    assert transitions.snapshot()["w5"] == (first, T0 + 6 * MINUTE)
+
+
+def test_a_restarted_daemon_does_not_count_a_recorded_outage_again() -> None:
+    recorded = T0 - 5 * MINUTE
+    transitions = brakes.Transitions({"w5": [recorded]})
+    # The archive kept the condition's time; the first reading computes a later one.
+    down = node("w5", ready="Unknown", since=recorded + timedelta(seconds=40))
+    transitions.observe([down], T0, SETTINGS)
+    assert transitions.snapshot()["w5"] == (recorded,)
+    # A node down in an outage the archive never saw is a new transition.
+    fresh = brakes.Transitions({"w5": [T0 - 50 * MINUTE]})
+    fresh.observe([down], T0, SETTINGS)
+    assert len(fresh.snapshot()["w5"]) == 2
 
 
 def test_a_quarantined_node_is_never_repaired_again_until_released() -> None:

@@ -19,7 +19,9 @@ rule, with a floor so a three-node pool can still repair one node.
 ``flapping.window`` (counted after the node's last release) means the node fails again faster
 than a repair can prove anything: it is quarantined rather than repaired, and never repaired
 automatically again until a person releases it (the rule that answers "what about nodes that
-never recover or keep flapping").
+never recover or keep flapping"). A transition during a step of kubemedic's own that takes the
+node down (a reboot, a power-on, a daemon restart, from its request until its verification) is
+the repair's doing, not the node's, and does not count.
 
 **Ledger.** A node repaired ``ledger.max_repairs`` times within ``ledger.window`` (after its last
 release) that needs another repair is quarantined too.
@@ -29,13 +31,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from kubemedic.repair.policy import health
 from kubemedic.repair.policy.records import LedgerEntry, NodeObservation
 from kubemedic.repair.policy.settings import CorrelationSettings, RepairSettings
 
-__all__ = ["Group", "correlated", "flapping", "ledger_full", "max_in_flight", "unhealthy_budget"]
+__all__ = [
+    "Group",
+    "Transitions",
+    "correlated",
+    "flapping",
+    "ledger_full",
+    "max_in_flight",
+    "unhealthy_budget",
+]
+
+#: Steps that take the node down themselves: a NotReady while one runs is not a flap.
+DISRUPTIVE = frozenset({"reboot", "power-on", "restart-kubelet", "restart-runtime"})
 
 #: Outcomes that count as a repair in the ledger (a dry run or a release does not).
 COUNTED = frozenset({"repaired", "replaced", "abandoned", "quarantined"})
@@ -145,6 +159,47 @@ def _after_release(entries: Iterable[LedgerEntry]) -> datetime | None:
     return max(released) if released else None
 
 
+@dataclass
+class Transitions:
+    """The Ready -> NotReady transitions seen per node, for the flapping rule: one per outage.
+
+    A silent node is first read as down from its last heartbeat plus the grace period, then the
+    node lifecycle controller writes ``Ready=Unknown`` with a transition time of its own, seconds
+    or minutes later; a kubelet's ``Ready=False`` may turn ``Unknown`` when it goes silent too.
+    Each of those is the same outage, so a transition is recorded on the edge from Ready only,
+    and on first sight (a restarted daemon) only when none recorded (``at``, from the archive)
+    lies within ``near`` of it."""
+
+    at: dict[str, list[datetime]] = field(default_factory=dict)
+    _sighted: set[str] = field(default_factory=set, init=False, repr=False)
+    _down: set[str] = field(default_factory=set, init=False, repr=False)
+
+    def observe(
+        self, nodes: Iterable[NodeObservation], now: datetime, settings: RepairSettings
+    ) -> None:
+        """Fold one observation of the nodes in; forget transitions older than the window."""
+        horizon = now - settings.flapping.window
+        near = settings.correlation.window
+        for node in nodes:
+            since = health.not_ready_since(node, now)
+            seen = self.at.setdefault(node.name, [])
+            if since is None:
+                self._down.discard(node.name)
+            elif node.name not in self._down:
+                self._down.add(node.name)
+                recorded = node.name not in self._sighted and any(
+                    abs(since - t) <= near for t in seen
+                )
+                if not recorded:
+                    seen.append(since)
+                    seen.sort()
+            self._sighted.add(node.name)
+            seen[:] = [t for t in seen if t >= horizon]
+
+    def snapshot(self) -> dict[str, tuple[datetime, ...]]:
+        return {name: tuple(times) for name, times in self.at.items()}
+
+
 def flapping(
     transitions: Sequence[datetime],
     entries: Sequence[LedgerEntry],
@@ -157,7 +212,18 @@ def flapping(
     released = _after_release(entries)
     if released is not None:
         start = max(start, released)
-    return sum(1 for at in transitions if at >= start)
+    ours = [
+        (step.started, step.finished or now)
+        for entry in entries
+        if not entry.dry_run
+        for step in entry.steps
+        if step.action in DISRUPTIVE
+    ]
+    return sum(
+        1
+        for at in transitions
+        if at >= start and not any(begun <= at <= ended for begun, ended in ours)
+    )
 
 
 def ledger_full(entries: Sequence[LedgerEntry], settings: RepairSettings, now: datetime) -> int:

@@ -255,6 +255,7 @@ def test_the_openapi_schema_documents_every_endpoint_and_the_continue_token(
         "/api/v1/nodes/{name}",
         "/api/v1/storms",
         "/api/v1/breaker",
+        "/api/v1/recommendations",
     }
     names = {p["name"] for p in document["paths"]["/api/v1/events"]["get"]["parameters"]}
     assert {"continue", "limit", "namespace", "kind", "name", "reason", "type"} <= names

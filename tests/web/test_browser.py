@@ -102,6 +102,7 @@ def page(browser: Any) -> Iterator[Any]:
         ("/incidents", "Incidents"),
         ("/events", "Events"),
         ("/storms", "Storms and reverts"),
+        ("/recommendations", "Right-sizing"),
         ("/nodes/core-2", "Node core-2"),
     ],
 )

@@ -23,7 +23,7 @@ from markupsafe import escape
 from kubemedic._version import __version__
 from kubemedic.errors import InputError
 from kubemedic.store.db import Archive, ArchiveError
-from kubemedic.web import api, pages
+from kubemedic.web import api, pages, rightsizing
 from kubemedic.web.reading import NotFound, Reader
 
 __all__ = ["COOKIE", "create_app"]
@@ -53,6 +53,7 @@ def create_app(
     )
     app.state.reader = Reader(archive, cluster=cluster)
     app.include_router(api.router)
+    app.include_router(rightsizing.router)
     app.include_router(pages.router)
     _errors(app)
     if token is not None:

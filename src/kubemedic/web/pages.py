@@ -4,7 +4,9 @@
 incidents), ``/incidents`` and ``/incidents/{id}`` (the timeline chart, evidence, same-cause
 links), ``/nodes/{name}`` (repair ladder, ledger, decisions, conditions over time), ``/events``
 (search with kubectl-like filters), ``/storms`` (the storm breaker's decisions: who, when, the
-revert patch). Links carry ``?cluster=`` when the archive holds more than one.
+revert patch), ``/recommendations`` (requests and limits from history, ``web.rightsizing``; an
+incident page shows those of its workloads). Links carry ``?cluster=`` when the archive holds
+more than one.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from kubemedic.incidents import describing
+from kubemedic.recommend import rendering as sizing_text
 from kubemedic.store import browsing
-from kubemedic.web import charts
+from kubemedic.web import charts, rightsizing
 from kubemedic.web.api import Continue, node_detail, node_overview, reader
 from kubemedic.web.reading import Reader, as_time, window_of
 
@@ -44,6 +47,29 @@ environment.filters["iso"] = lambda text: (text or "").replace("T", " ")
 environment.filters["pretty"] = lambda value: json.dumps(value, indent=2, sort_keys=True)
 environment.filters["duration"] = describing.duration
 environment.filters["utc"] = describing.utc
+
+_FIELDS = (("cpu", "request"), ("cpu", "limit"), ("memory", "request"), ("memory", "limit"))
+
+
+def _sizing_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Recommendations as table rows: per field ``(action, "current -> recommended")``."""
+    rows = []
+    for item in items:
+        changes = {(c["resource"], c["field"]): c for c in item["changes"]}
+        cells = []
+        for resource, which in _FIELDS:
+            change = changes.get((resource, which))
+            if change is None or change["action"] == "no-data":
+                cells.append(("no-data", "no data"))
+                continue
+            old, new = change["current"], change["recommended"]
+            shown = "?" if old is None else sizing_text.amount(old, resource)
+            wanted = "none" if new is None else sizing_text.amount(new, resource)
+            cells.append(
+                (change["action"], wanted if change["action"] == "keep" else f"{shown} → {wanted}")
+            )
+        rows.append({**item, "cells": cells})
+    return rows
 
 
 def _query(read: Reader, cluster: str) -> str:
@@ -127,6 +153,7 @@ def incident(request: Request, incident_id: str, cluster: Cluster = None) -> HTM
             found, window_of(found), first_seen, query=_query(read, chosen)
         ),
         related=read.related(chosen, found),
+        sizing=_sizing_rows(rightsizing.for_incident(read, chosen, found)),
     )
 
 
@@ -224,4 +251,36 @@ def storms(request: Request, cluster: Cluster = None, token: Continue = None) ->
         storms=state.get("storms") or [],
         reverted=state.get("reverted") or {},
         following=following,
+    )
+
+
+@router.get("/recommendations", response_class=HTMLResponse)
+def recommendations(
+    request: Request,
+    *,
+    cluster: Cluster = None,
+    namespace: str | None = None,
+    workload: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> HTMLResponse:
+    read = reader(request)
+    chosen = read.cluster(cluster)
+    items, start, end = rightsizing.recommendations(
+        read,
+        chosen,
+        namespace=namespace or None,
+        workload=rightsizing.parse_workload(workload),
+        since=read.moment("since", since, chosen),
+        until=read.moment("until", until, chosen),
+    )
+    return _render(
+        request,
+        "recommendations.html",
+        read,
+        chosen,
+        filters={"namespace": namespace, "workload": workload, "since": since, "until": until},
+        rows=_sizing_rows(items),
+        since=as_time(start),
+        until=as_time(end),
     )

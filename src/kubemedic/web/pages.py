@@ -4,9 +4,9 @@
 incidents), ``/incidents`` and ``/incidents/{id}`` (the timeline chart, evidence, same-cause
 links), ``/nodes/{name}`` (repair ladder, ledger, decisions, conditions over time), ``/events``
 (search with kubectl-like filters), ``/storms`` (the storm breaker's decisions: who, when, the
-revert patch), ``/recommendations`` (requests and limits from history, ``web.rightsizing``; an
-incident page shows those of its workloads). Links carry ``?cluster=`` when the archive holds
-more than one.
+revert patch; the live edits of GitOps-managed objects, who and when), ``/recommendations``
+(requests and limits from history, ``web.rightsizing``; an incident page shows those of its
+workloads). Links carry ``?cluster=`` when the archive holds more than one.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ router = APIRouter(include_in_schema=False)
 
 LADDER = ("restart", "reboot", "replace", "quarantine")
 """Node repair's ladder, lowest rung first (``kubemedic.repair.policy``)."""
+
+LIVE_EDITS = "out-of-band-edit"
+"""The check whose findings are the live edits (who, when, which fields) ``/storms`` lists."""
 
 _STATE_ORDER = ("quarantined", "held", "repairing", "unhealthy", "healthy", "gone", "unknown")
 
@@ -238,6 +241,7 @@ def storms(request: Request, cluster: Cluster = None, token: Continue = None) ->
     chosen = read.cluster(cluster)
     found = read.page("breaker_decisions", chosen, limit=100, token=token)
     state = read.read("breaker_state", chosen) or {}
+    edits = read.page("findings", chosen, check=LIVE_EDITS, limit=50)["items"]
     following = None
     if found["continue"]:
         given = {"cluster": chosen} if len(read.clusters()) > 1 else {}
@@ -250,6 +254,7 @@ def storms(request: Request, cluster: Cluster = None, token: Continue = None) ->
         rows=found["items"],
         storms=state.get("storms") or [],
         reverted=state.get("reverted") or {},
+        edits=edits,
         following=following,
     )
 

@@ -36,7 +36,7 @@ from kubemedic.sim.scenarios.timeline import ScenarioRun
 from kubemedic.store.db import Archive
 from tests.sim.conftest import needs_kubectl
 
-from ..run.harness import KUBEMEDIC, RecorderProcess, eventually
+from ..run.harness import KUBEMEDIC, RecorderProcess, play_recorded
 
 pytestmark = [pytest.mark.timeout(600), needs_kubectl]
 
@@ -63,8 +63,7 @@ async def _play(tmp: Path, section: str) -> Played:
     run = ScenarioRun(
         scenarios.load("gitops-nodename-storm"), git=GitTarget(tmp / "gateway-ops"), until=UNTIL
     )
-    server = run.sim.server
-    port = await server.start(port=0, tick=False)
+    port = await run.sim.server.start(port=0, tick=False)
     kubeconfig = tmp / "kubeconfig"
     write_kubeconfig(kubeconfig, f"http://127.0.0.1:{port}")
     config = tmp / "kubemedic.yaml"
@@ -73,20 +72,7 @@ async def _play(tmp: Path, section: str) -> Played:
     recorder = RecorderProcess(
         url, kubeconfig, log, "--config", str(config), "--scan-interval", "1m"
     )
-    try:
-        await recorder.start()
-        await eventually(
-            lambda: None if "storm breaker on" in log.read_text(errors="replace") else "starting",
-            timeout=120,
-            recorder=recorder,
-        )
-        await run.run_paced(SPEED)
-        assert recorder.alive(), recorder.tail()
-        assert await recorder.stop() == 0
-    finally:
-        if recorder.alive():
-            await recorder.kill()
-        await server.stop()
+    await play_recorded(run, recorder, ready="storm breaker on", speed=SPEED)
     archive = Archive.open(url)
     try:
         decisions = archive.breaker_decisions(archive_cluster(archive))

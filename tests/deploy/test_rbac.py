@@ -41,7 +41,7 @@ from tests.factories import node
 from tests.guard.test_kubectl_guard import EDIT_REPLICAS, _apply, _argo_deployment, start_guard
 from tests.sim.conftest import needs_kubectl, start_emulator
 
-from ..run.harness import RecorderProcess, eventually
+from ..run.harness import RecorderProcess, play_recorded
 from .manifests import NAMESPACE, Grant, allowed, find, grants, render, used
 
 #: Two scenarios played over HTTP: minutes on a loaded 2-core machine.
@@ -122,20 +122,7 @@ async def _play(run: ScenarioRun, tmp: Path, config: str, speed: float, log: Req
         "1m",
         *_lease_flags(),
     )
-    try:
-        await recorder.start()
-        await eventually(
-            lambda: None if "storm breaker on" in text.read_text(errors="replace") else "starting",
-            timeout=120,
-            recorder=recorder,
-        )
-        await run.run_paced(speed)
-        assert recorder.alive(), recorder.tail()
-        assert await recorder.stop() == 0
-    finally:
-        if recorder.alive():
-            await recorder.kill()
-        await server.stop()
+    await play_recorded(run, recorder, ready="storm breaker on", speed=speed)
 
 
 @pytest.fixture(scope="module")

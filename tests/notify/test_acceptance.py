@@ -25,7 +25,7 @@ from kubemedic.sim.scenarios.timeline import ScenarioRun
 from tests.notify.builders import Receiver
 from tests.sim.conftest import needs_kubectl
 
-from ..run.harness import RecorderProcess, eventually
+from ..run.harness import RecorderProcess, play_recorded
 
 pytestmark = [pytest.mark.timeout(600), needs_kubectl]
 
@@ -45,8 +45,7 @@ async def _play(tmp: Path) -> Received:
     run = ScenarioRun(
         scenarios.load("gitops-nodename-storm"), git=GitTarget(tmp / "gateway-ops"), until=UNTIL
     )
-    server = run.sim.server
-    port = await server.start(port=0, tick=False)
+    port = await run.sim.server.start(port=0, tick=False)
     kubeconfig = tmp / "kubeconfig"
     write_kubeconfig(kubeconfig, f"http://127.0.0.1:{port}")
     config = tmp / "kubemedic.yaml"
@@ -75,19 +74,8 @@ async def _play(tmp: Path) -> Received:
         "1m",
     )
     try:
-        await recorder.start()
-        await eventually(
-            lambda: None if "storm breaker on" in log.read_text(errors="replace") else "starting",
-            timeout=120,
-            recorder=recorder,
-        )
-        await run.run_paced(SPEED)
-        assert recorder.alive(), recorder.tail()
-        assert await recorder.stop() == 0
+        await play_recorded(run, recorder, ready="storm breaker on", speed=SPEED)
     finally:
-        if recorder.alive():
-            await recorder.kill()
-        await server.stop()
         await receiver.stop()
         run.close()
     return Received(bodies=receiver.bodies.get("hook", []), log=log.read_text(errors="replace"))

@@ -36,7 +36,7 @@ from kubemedic.sim.apiserver.serving import write_kubeconfig
 from kubemedic.sim.scenarios import loading as scenarios
 from kubemedic.sim.scenarios.timeline import ScenarioRun
 
-from ..run.harness import KUBEMEDIC, RecorderProcess, eventually
+from ..run.harness import KUBEMEDIC, RecorderProcess, play_recorded
 
 #: A whole scenario played over HTTP: minutes on a loaded 2-core machine, not the suite's 120 s.
 pytestmark = pytest.mark.timeout(900)
@@ -99,23 +99,8 @@ async def _play(url: str, tmp: Path, *, dry_run: bool) -> Played:
         "30m",
     )
     boot_ids = {n["metadata"]["name"]: _boot_id(n) for n in run.sim.objects("nodes")}
-    try:
-        await recorder.start()
-        # The faults start with the scenario's clock: the repair must be running by then, as
-        # it is in a cluster where kubemedic was installed before anything broke.
-        log = tmp / "run.log"
-        await eventually(
-            lambda: None if "node repair on" in log.read_text(errors="replace") else "starting",
-            timeout=120,
-            recorder=recorder,
-        )
-        await run.run_paced(SPEED)
-        assert recorder.alive(), recorder.tail()
-        assert await recorder.stop() == 0
-    finally:
-        if recorder.alive():
-            await recorder.kill()
-        await server.stop()
+    # The faults start with the scenario's clock: the repair must be running by then.
+    await play_recorded(run, recorder, ready="node repair on", speed=SPEED)
     states = json.loads(_kubemedic("nodes", "--db", url, "--output", "json"))
     # The Events kubemedic wrote, as the archive kept them: the API server forgot the early
     # ones an hour after they happened.

@@ -4,6 +4,7 @@ them is refused naming its field."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from kubemedic.repair.policy import codec
 from kubemedic.repair.policy.records import (
     Action,
+    Brake,
     Decision,
     Kind,
     LedgerEntry,
@@ -82,6 +84,7 @@ decisions = st.builds(
     args=st.dictionaries(texts, texts, max_size=3),
     outcome=texts,
     dry_run=st.booleans(),
+    brake=st.none() | st.sampled_from(Brake),
 )
 
 
@@ -201,6 +204,16 @@ def test_decision_args_must_be_text() -> None:
         codec.decision_from_json({**document, "args": {"pods": 3}})
     with pytest.raises(codec.CodecError, match=r"^decision\.action: expected one of"):
         codec.decision_from_json({**document, "action": "explode"})
+    with pytest.raises(codec.CodecError, match=r"^decision\.brake: expected one of"):
+        codec.decision_from_json({**document, "brake": "handbrake"})
+
+
+def test_a_decision_written_before_brakes_were_kept_reads_back_without_one() -> None:
+    given = Decision(Kind.HOLD, "w1", "KubemedicRepairHeld", "held", brake=Brake.MAX_IN_FLIGHT)
+    document = codec.decision_to_json(given)
+    assert document["brake"] == "max-in-flight"
+    del document["brake"]
+    assert codec.decision_from_json(document) == replace(given, brake=None)
 
 
 def test_a_node_state_is_one_of_the_five() -> None:

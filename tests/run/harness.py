@@ -26,6 +26,7 @@ import sqlalchemy as sa
 
 from kubemedic.sim.cluster.runtime.engine import Simulation
 from kubemedic.sim.machinery.objects import Change
+from kubemedic.sim.scenarios.timeline import ScenarioRun
 from kubemedic.store import extraction, schema
 from kubemedic.store.db import database_url
 
@@ -196,6 +197,30 @@ async def eventually(
             raise AssertionError(f"kubemedic run exited; log:\n{recorder.tail()}")
         await asyncio.sleep(0.5)
     raise AssertionError(f"archive never matched: {problem}\nlog:\n{recorder.tail()}")
+
+
+async def play_recorded(
+    run: ScenarioRun, recorder: RecorderProcess, *, ready: str, speed: float
+) -> None:
+    """Play ``run`` to its end at ``speed`` with ``recorder`` working through it, as in a cluster
+    where kubemedic was installed before anything broke: start ``recorder``, wait (up to 120 s)
+    for ``ready`` in its log, play paced; it must still be running then, and stop on SIGTERM
+    with exit 0. Whatever happens, ``recorder`` is killed if still alive and the run's API server
+    (started by the caller, who wrote the kubeconfig from its port) is stopped."""
+    try:
+        await recorder.start()
+        await eventually(
+            lambda: None if ready in recorder.log.read_text(errors="replace") else "starting",
+            timeout=120,
+            recorder=recorder,
+        )
+        await run.run_paced(speed)
+        assert recorder.alive(), recorder.tail()
+        assert await recorder.stop() == 0
+    finally:
+        if recorder.alive():
+            await recorder.kill()
+        await run.sim.server.stop()
 
 
 def archive_mismatch(truth: Truth, url: str) -> str | None:

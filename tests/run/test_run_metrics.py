@@ -1,5 +1,5 @@
 """The run's metrics fed by hand (scans, repair and breaker rounds, archive writes, reflectors
-over two leadership terms), the brakes named from the policy's sentences, and the daemon's
+over two leadership terms), holds counted by the policy's brakes, and the daemon's
 probes: ready as a standby, not ready while the leader's caches list."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import pytest
 from prometheus_client import CollectorRegistry
 
 from kubemedic.breaker import controller as breaking
@@ -20,9 +19,17 @@ from kubemedic.kube import kinds
 from kubemedic.kube.reflector import Reflector
 from kubemedic.model.objects import ObjectRef
 from kubemedic.repair import controller as repairing
-from kubemedic.repair.policy.records import Action, Decision, Kind, NodeState, Outcome, Plan
+from kubemedic.repair.policy.records import (
+    Action,
+    Brake,
+    Decision,
+    Kind,
+    NodeState,
+    Outcome,
+    Plan,
+)
 from kubemedic.run.daemon import Daemon, DaemonOptions
-from kubemedic.run.metrics import BRAKES, RunMetrics, brake_of
+from kubemedic.run.metrics import BRAKES, RunMetrics
 from kubemedic.store.writer import WriteStats
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -78,53 +85,52 @@ HELD_BY_ZONE = (
 )
 
 
-@pytest.mark.parametrize(
-    "text, brake",
-    [
-        (HELD_BY_ZONE, "correlated"),
-        ("part of a correlated failure (zone-c); held until it is Ready again", "correlated"),
-        (
-            "5 of the 6 nodes of pool workers are unhealthy, more than maxUnhealthy (2): a fault",
-            "max-unhealthy",
-        ),
-        ("1 repair(s) in flight in pool workers (maxInFlight 1)", "max-in-flight"),
-        ("repairs are paused", "paused"),
-        ("quarantined: flapping; `kubemedic nodes release` clears it", "quarantined"),
-        ("annotated kubemedic.io/do-not-repair", "do-not-repair"),
-        ("something new", "other"),
-    ],
-)
-def test_brakes_are_named_from_the_policy_sentences(text: str, brake: str) -> None:
-    assert brake_of(text) == brake
-    assert brake in BRAKES
+def test_the_brake_labels_stay_those_the_alerts_and_the_dashboard_use() -> None:
+    assert BRAKES == (
+        "correlated",
+        "max-unhealthy",
+        "max-in-flight",
+        "paused",
+        "quarantined",
+        "do-not-repair",
+        "other",
+    )
 
 
 def test_a_repair_round_sets_node_states_and_counts_announced_decisions() -> None:
     metrics = RunMetrics()
-    hold = Decision(Kind.HOLD, "batch-c-1", "KubemedicRepairHeld", HELD_BY_ZONE, key="h")
+    hold = Decision(
+        Kind.HOLD, "batch-c-1", "KubemedicRepairHeld", HELD_BY_ZONE, key="h", brake=Brake.CORRELATED
+    )
+    blocked = Decision(Kind.HOLD, "w-4", "KubemedicRepairDrainBlocked", "maxInFlight", key="b")
     reboot = Decision(Kind.ACT, "w-1", "KubemedicRepairReboot", "reboot", action=Action.REBOOT)
     states = (
-        NodeState("batch-c-1", "held", "", HELD_BY_ZONE),
-        NodeState("batch-c-2", "held", "", HELD_BY_ZONE),
+        NodeState("batch-c-1", "held", "", HELD_BY_ZONE, Brake.CORRELATED),
+        NodeState("batch-c-2", "held", "", HELD_BY_ZONE, Brake.CORRELATED),
         NodeState("w-1", "repairing", "reboot"),
+        NodeState("w-4", "held", "drain", "the drain has not finished after 30m"),
         NodeState("w-2", "healthy"),
         NodeState("w-3", "quarantined", "quarantine", "flapping"),
     )
     done = repairing.Round(
         AT,
-        Plan(decisions=(hold, reboot), repairs={}, states=states),
+        Plan(decisions=(hold, blocked, reboot), repairs={}, states=states),
         outcomes=[(reboot, Outcome(Action.REBOOT, False, "nova said no"))],
-        announced=[hold, reboot],
+        announced=[hold, blocked, reboot],
     )
     metrics.repair_round(done)
     r = metrics.registry
-    assert sample(r, "kubemedic_nodes", state="held") == 2
+    assert sample(r, "kubemedic_nodes", state="held") == 3
     assert sample(r, "kubemedic_nodes", state="repairing") == 1
     assert sample(r, "kubemedic_nodes", state="quarantined") == 1
     assert sample(r, "kubemedic_nodes", state="unhealthy") == 0
     assert sample(r, "kubemedic_repair_held_nodes", brake="correlated") == 2
+    assert sample(r, "kubemedic_repair_held_nodes", brake="other") == 1
     assert sample(r, "kubemedic_repair_held_nodes", brake="max-in-flight") == 0
     assert sample(r, "kubemedic_repair_holds_total", brake="correlated") == 1
+    # By the brake the policy named, not by the words of the message.
+    assert sample(r, "kubemedic_repair_holds_total", brake="other") == 1
+    assert sample(r, "kubemedic_repair_holds_total", brake="max-in-flight") is None
     assert (
         sample(r, "kubemedic_repair_decisions_total", kind="hold", reason="KubemedicRepairHeld")
         == 1
@@ -210,7 +216,10 @@ def test_standing_down_forgets_what_only_a_leader_knows_and_keeps_the_counters()
     r = metrics.registry
     metrics.scanned(["oom-killed"], [finding("oom-killed", Severity.WARNING, "a")], 1.0)
     metrics.repair_round(
-        repairing.Round(AT, Plan((), {}, states=(NodeState("a", "held", "", HELD_BY_ZONE),)))
+        repairing.Round(
+            AT,
+            Plan((), {}, states=(NodeState("a", "held", "", HELD_BY_ZONE, Brake.CORRELATED),)),
+        )
     )
     metrics.leader.set(1)
     metrics.standing_down()

@@ -12,8 +12,8 @@ Node repair (fed by each round of :class:`kubemedic.repair.controller.Controller
 
 - ``kubemedic_nodes{state}``: nodes by repair state (``healthy``, ``unhealthy``, ``repairing``,
   ``held``, ``quarantined``, ``gone``) after the latest round;
-- ``kubemedic_repair_held_nodes{brake}``: the ``held`` nodes by what holds them (see
-  :func:`brake_of`);
+- ``kubemedic_repair_held_nodes{brake}``: the ``held`` nodes by what holds them (their
+  ``brake``, see :data:`BRAKES`);
 - ``kubemedic_repair_decisions_total{kind, reason}``: decisions announced (each once: a hold
   repeated every round counts once), by kind (``start``, ``act``, ``escalate``, ``finish``,
   ``hold``, ``skip``) and Event reason (``KubemedicRepairStarted``...);
@@ -69,24 +69,18 @@ from kubemedic.breaker import controller as breaking
 from kubemedic.checks.findings import Finding, Severity
 from kubemedic.kube.reflector import Reflector
 from kubemedic.repair import controller as repairing
+from kubemedic.repair.policy.records import Brake
 from kubemedic.run.recorder import Recorder
 from kubemedic.store.writer import WriteStats
 
-__all__ = ["NODE_STATES", "RunMetrics", "brake_of"]
+__all__ = ["BRAKES", "NODE_STATES", "RunMetrics"]
 
 NODE_STATES = ("healthy", "unhealthy", "repairing", "held", "quarantined", "gone")
 """The states of ``kubemedic nodes`` (:class:`kubemedic.repair.policy.records.NodeState`)."""
 
-BRAKES = (
-    "correlated",
-    "max-unhealthy",
-    "max-in-flight",
-    "paused",
-    "quarantined",
-    "do-not-repair",
-    "other",
-)
-"""What holds a repair back, as :func:`brake_of` names it."""
+BRAKES = (*(brake.value for brake in Brake), "other")
+"""The ``brake`` labels: what holds a repair back (``records.Brake``), and ``other`` for a hold
+no brake makes (a drain a PodDisruptionBudget blocks)."""
 
 _TABLES = {
     "events": "events",
@@ -101,22 +95,8 @@ _TABLES = {
 """WriteStats' fields by the archive table (or update) they count."""
 
 
-def brake_of(text: str) -> str:
-    """The brake a hold's sentence names (:mod:`kubemedic.repair.policy.deciding` writes it: the
-    hold decision's message, or a held node's reason), one of :data:`BRAKES`."""
-    if "correlated failure" in text:
-        return "correlated"
-    if "maxUnhealthy" in text:
-        return "max-unhealthy"
-    if "maxInFlight" in text:
-        return "max-in-flight"
-    if "repairs are paused" in text:
-        return "paused"
-    if "kubemedic.io/do-not-repair" in text or "annotated " in text:
-        return "do-not-repair"
-    if "quarantined" in text:
-        return "quarantined"
-    return "other"
+def _brake(brake: Brake | None) -> str:
+    return "other" if brake is None else brake.value
 
 
 class RunMetrics:
@@ -258,13 +238,13 @@ class RunMetrics:
         states = Tally(s.state for s in done.plan.states)
         for state in {*NODE_STATES, *states}:
             self.nodes.labels(state).set(states[state])
-        brakes = Tally(brake_of(s.reason) for s in done.plan.states if s.state == "held")
+        brakes = Tally(_brake(s.brake) for s in done.plan.states if s.state == "held")
         for brake in BRAKES:
             self.held.labels(brake).set(brakes[brake])
         for decision in done.announced:
             self.repair_decisions.labels(decision.kind.value, decision.reason).inc()
             if decision.kind.value == "hold":
-                self.holds.labels(brake_of(decision.message)).inc()
+                self.holds.labels(_brake(decision.brake)).inc()
         for decision, outcome in done.outcomes:
             action = decision.action.value if decision.action is not None else ""
             result = "dry-run" if decision.dry_run else "done" if outcome.ok else "failed"

@@ -22,7 +22,7 @@ import binascii
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import sqlalchemy as sa
 from sqlalchemy import ColumnElement
@@ -43,7 +43,6 @@ __all__ = [
     "decode_token",
     "encode_token",
     "events",
-    "evictions",
     "findings",
     "latest_commitment",
     "newest",
@@ -51,7 +50,7 @@ __all__ = [
     "node_repair",
     "node_transitions",
     "nodes_first_seen",
-    "oom_kills",
+    "pod_rows",
     "version",
 ]
 
@@ -206,66 +205,66 @@ def events(
     )
 
 
-def _common(
-    table: sa.Table,
-    time_column: str,
+@dataclass(frozen=True, slots=True)
+class _PodList:
+    """A list of rows about pods (terminations, evictions): its table and time column, the list
+    name its tokens carry, and what else a row must be."""
+
+    table: sa.Table
+    time_column: str
+    token_name: str
+    only: tuple[ColumnElement[bool], ...] = ()
+
+
+_POD_LISTS: Final = {
+    "oom_kills": _PodList(
+        schema.terminations,
+        "finished_at",
+        "oom",
+        (schema.terminations.c.reason == "OOMKilled",),
+    ),
+    "evictions": _PodList(schema.evictions, "at", "evictions"),
+}
+"""The lists :func:`pod_rows` reads, by name."""
+
+
+def pod_rows(
+    connection: Connection,
     cluster: str,
     *,
-    namespace: str | None,
-    node: str | None,
-    since: float | None,
-    until: float | None,
-) -> list[ColumnElement[bool]]:
-    c = table.c
+    listing: Literal["oom_kills", "evictions"],
+    namespace: str | None = None,
+    node: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    limit: int = 100,
+    token: str | None = None,
+) -> Page:
+    """A page of the pod list ``listing`` of ``cluster``, newest first, kept to ``namespace``,
+    ``node`` and times from ``since`` to ``until``: ``oom_kills``, containers OOM-killed
+    (terminations with reason ``OOMKilled``); ``evictions``, pods evicted by a kubelet (or at
+    admission under pressure)."""
+    chosen = _POD_LISTS[listing]
+    c = chosen.table.c
     found: list[ColumnElement[bool]] = [c.cluster == cluster]
     if namespace:
         found.append(c.namespace == namespace)
     if node:
         found.append(c.node == node)
     if since is not None:
-        found.append(c[time_column] >= since)
+        found.append(c[chosen.time_column] >= since)
     if until is not None:
-        found.append(c[time_column] <= until)
-    return found
-
-
-def oom_kills(
-    connection: Connection,
-    cluster: str,
-    *,
-    namespace: str | None = None,
-    node: str | None = None,
-    since: float | None = None,
-    until: float | None = None,
-    limit: int = 100,
-    token: str | None = None,
-) -> Page:
-    """Containers OOM-killed (terminations with reason ``OOMKilled``), newest first."""
-    table = schema.terminations
-    found = _common(
-        table, "finished_at", cluster, namespace=namespace, node=node, since=since, until=until
-    )
-    found.append(table.c.reason == "OOMKilled")
+        found.append(c[chosen.time_column] <= until)
+    found.extend(chosen.only)
     return _paged(
-        connection, table, "finished_at", found, list_name="oom", limit=limit, token=token
+        connection,
+        chosen.table,
+        chosen.time_column,
+        found,
+        list_name=chosen.token_name,
+        limit=limit,
+        token=token,
     )
-
-
-def evictions(
-    connection: Connection,
-    cluster: str,
-    *,
-    namespace: str | None = None,
-    node: str | None = None,
-    since: float | None = None,
-    until: float | None = None,
-    limit: int = 100,
-    token: str | None = None,
-) -> Page:
-    """Pods evicted by a kubelet (or at admission under pressure), newest first."""
-    table = schema.evictions
-    found = _common(table, "at", cluster, namespace=namespace, node=node, since=since, until=until)
-    return _paged(connection, table, "at", found, list_name="evictions", limit=limit, token=token)
 
 
 def findings(

@@ -10,7 +10,7 @@ answers 400 with ``{"error": "..."}``; a cluster, incident or node the archive d
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
@@ -89,58 +89,41 @@ def events(
     return _page(read.page("events", chosen, where=where, limit=limit, token=token))
 
 
-@router.get("/oom-kills", response_model=PageModel, summary="Containers OOM-killed, newest first")
-def oom_kills(
-    read: ReaderDep,
-    *,
-    cluster: Cluster = None,
-    namespace: str | None = None,
-    node: str | None = None,
-    since: Since = None,
-    until: Since = None,
-    limit: Limit = 100,
-    token: Continue = None,
-) -> PageModel:
-    chosen = read.cluster(cluster)
-    return _page(
-        read.page(
-            "oom_kills",
-            chosen,
-            namespace=namespace,
-            node=node,
-            since=read.moment("since", since, chosen),
-            until=read.moment("until", until, chosen),
-            limit=limit,
-            token=token,
+def _pod_list(listing: Literal["oom_kills", "evictions"], *, path: str, summary: str) -> None:
+    """Add the route ``path``: a page of ``browsing.pod_rows``' list ``listing``. The route is
+    named ``listing``, as its function was: the OpenAPI operation id is made of the name."""
+
+    def listed(
+        read: ReaderDep,
+        *,
+        cluster: Cluster = None,
+        namespace: str | None = None,
+        node: str | None = None,
+        since: Since = None,
+        until: Since = None,
+        limit: Limit = 100,
+        token: Continue = None,
+    ) -> PageModel:
+        chosen = read.cluster(cluster)
+        return _page(
+            read.page(
+                "pod_rows",
+                chosen,
+                listing=listing,
+                namespace=namespace,
+                node=node,
+                since=read.moment("since", since, chosen),
+                until=read.moment("until", until, chosen),
+                limit=limit,
+                token=token,
+            )
         )
-    )
+
+    router.get(path, response_model=PageModel, summary=summary, name=listing)(listed)
 
 
-@router.get("/evictions", response_model=PageModel, summary="Pods evicted, newest first")
-def evictions(
-    read: ReaderDep,
-    *,
-    cluster: Cluster = None,
-    namespace: str | None = None,
-    node: str | None = None,
-    since: Since = None,
-    until: Since = None,
-    limit: Limit = 100,
-    token: Continue = None,
-) -> PageModel:
-    chosen = read.cluster(cluster)
-    return _page(
-        read.page(
-            "evictions",
-            chosen,
-            namespace=namespace,
-            node=node,
-            since=read.moment("since", since, chosen),
-            until=read.moment("until", until, chosen),
-            limit=limit,
-            token=token,
-        )
-    )
+_pod_list("oom_kills", path="/oom-kills", summary="Containers OOM-killed, newest first")
+_pod_list("evictions", path="/evictions", summary="Pods evicted, newest first")
 
 
 @router.get("/findings", response_model=PageModel, summary="Finding episodes, newest first")

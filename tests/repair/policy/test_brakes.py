@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from kubemedic.repair.policy import brakes, deciding
-from kubemedic.repair.policy.records import Action, Kind, LedgerEntry, Step, StepRecord
+from kubemedic.repair.policy.records import Action, Brake, Kind, LedgerEntry, Step, StepRecord
 from kubemedic.repair.policy.settings import Budget, CorrelationSettings, RepairSettings
 
 from .builders import MINUTE, T0, acting, acts, execute, healthy_pool, node, of_kind, round_, state
@@ -40,6 +40,8 @@ def test_forty_percent_of_a_zone_at_once_is_held_with_one_alert_and_no_reboot() 
     held = of_kind(plan, Kind.HOLD)
     assert {d.node for d in held} == {"c0", "c1", "c2", "c3"}
     assert all("correlated failure" in d.message for d in held)
+    assert {d.brake for d in held} == {Brake.CORRELATED}
+    assert {s.brake for s in plan.states if s.state == "held"} == {Brake.CORRELATED}
     again = round_(nodes, SETTINGS, now=T0 + 3 * MINUTE, alerted=plan.alerted)
     assert not acts(again, Action.ALERT)
     assert not acts(again)
@@ -86,6 +88,7 @@ def test_the_same_failures_spread_over_time_are_repaired_one_by_one() -> None:
     queued = of_kind(plan, Kind.HOLD)
     assert {d.node for d in queued} == {"c1", "c2", "c3"}
     assert all("maxInFlight 1" in d.message for d in queued)
+    assert {d.brake for d in queued} == {Brake.MAX_IN_FLIGHT}
 
 
 def test_a_cluster_wide_burst_holds_every_repair() -> None:
@@ -105,10 +108,11 @@ def test_more_unhealthy_than_the_budget_holds_the_pool() -> None:
         nodes[i] = node(f"w{i}", ready="False", since=DOWN - i * 10 * MINUTE)
     plan = round_(nodes, SETTINGS, now=T0)
     assert not plan.repairs
-    assert (
-        "3 of the 5 nodes of pool workers are unhealthy, more than maxUnhealthy (2)"
-        in of_kind(plan, Kind.HOLD)[0].message
+    (held, *_) = of_kind(plan, Kind.HOLD)
+    assert "3 of the 5 nodes of pool workers are unhealthy, more than maxUnhealthy (2)" in (
+        held.message
     )
+    assert held.brake is Brake.MAX_UNHEALTHY
     generous = acting(max_unhealthy=Budget(count=3))
     assert round_(nodes, generous, now=T0).repairs
 
@@ -268,7 +272,9 @@ def test_a_pause_holds_a_repair_in_flight() -> None:
     repairs = execute(round_([sick], SETTINGS, now=T0), T0)
     cordoned = replace(sick, unschedulable=True)
     plan = round_([cordoned], acting(paused=True), now=T0 + MINUTE, repairs=repairs)
-    assert not acts(plan) and "paused" in of_kind(plan, Kind.HOLD)[0].message
+    (held,) = of_kind(plan, Kind.HOLD)
+    assert not acts(plan) and "paused" in held.message and held.brake is Brake.PAUSED
+    assert [(s.state, s.brake) for s in plan.states] == [("held", Brake.PAUSED)]
 
 
 def test_the_round_wakes_exactly_when_the_next_threshold_passes() -> None:
@@ -343,7 +349,8 @@ def test_a_node_of_a_correlated_failure_stays_held_until_it_is_ready_again() -> 
         SETTINGS,
     )
     assert not after.repairs
-    assert "held until it is Ready again" in of_kind(after, Kind.HOLD)[0].message
+    (held,) = of_kind(after, Kind.HOLD)
+    assert "held until it is Ready again" in held.message and held.brake is Brake.CORRELATED
     assert set(after.correlated) == {"c0"}
 
 
@@ -381,7 +388,7 @@ def test_an_opt_out_stops_a_repair_in_flight_but_lets_it_undo() -> None:
     plan = round_([opted], SETTINGS, now=T0 + MINUTE, repairs=repairs)
     assert not acts(plan)
     (held,) = of_kind(plan, Kind.HOLD)
-    assert "do-not-repair" in held.message
+    assert "do-not-repair" in held.message and held.brake is Brake.DO_NOT_REPAIR
     well = replace(node("w3", since=T0 + MINUTE, now=T0 + 2 * MINUTE), unschedulable=True)
     well = replace(well, annotations={"kubemedic.io/do-not-repair": "true"})
     assert [
@@ -415,3 +422,17 @@ def test_a_zone_group_overlapping_a_cluster_wide_one_is_one_alert() -> None:
     (alert,) = acts(plan, Action.ALERT)
     assert alert.message.startswith("correlated failure: 5 nodes")
     assert {d.node for d in of_kind(plan, Kind.HOLD)} >= {"c0", "c1", "c2", "c3", "c4", "a1"}
+
+
+def test_a_quarantine_by_hand_holds_a_repair_in_flight_by_that_brake() -> None:
+    sick = node("w3", ready="False", since=DOWN)
+    repairs = execute(round_([sick], SETTINGS, now=T0), T0)  # cordoned
+    marked = replace(
+        sick, unschedulable=True, labels={**sick.labels, "kubemedic.io/quarantined": "true"}
+    )
+    plan = round_([marked], SETTINGS, now=T0 + MINUTE, repairs=repairs)
+    assert not acts(plan)
+    (held,) = of_kind(plan, Kind.HOLD)
+    assert held.message.startswith("reboot of w3 held: quarantined")
+    assert held.brake is Brake.QUARANTINED
+    assert [(s.state, s.brake) for s in plan.states] == [("held", Brake.QUARANTINED)]

@@ -117,8 +117,32 @@ class _Round:
         self.decisions.append(decision)
         return True
 
-    def act(self, decision: Decision) -> bool:
-        """An action: ``act`` (always added), or ``dry-run`` (added once per key)."""
+    def act(
+        self,
+        action: BreakerAction,
+        owner: ObjectRef,
+        *,
+        message: str,
+        key: str,
+        patch: tuple[Mapping[str, object], ...] = (),
+        replicas: int | None = None,
+        resource_version: str | None = None,
+        pods: tuple[str, ...] = (),
+    ) -> bool:
+        """Decide ``action`` on ``owner`` with what the executor needs for it (``records.
+        Decision``): ``act`` (always added), or in dry run ``dry-run`` (added once per key)."""
+        decision = Decision(
+            kind=DecisionKind.ACT,
+            owner=owner,
+            reason=_REASON[action],
+            message=message,
+            key=key,
+            action=action,
+            patch=patch,
+            replicas=replicas,
+            resource_version=resource_version,
+            pods=pods,
+        )
         if self.settings.dry_run:
             return self.once(
                 replace(decision, kind=DecisionKind.DRY_RUN, message="dry run: " + decision.message)
@@ -278,17 +302,13 @@ def _revert(run: _Round, owner: ObjectRef, episode: str, drift: ObjectDrift | No
     who = sorted({item.owner.manager for item in revertible if item.owner is not None})
     patch = replace(drift, drifts=tuple(revertible)).patch
     decided = run.act(
-        Decision(
-            kind=DecisionKind.ACT,
-            owner=owner,
-            reason=_REASON[BreakerAction.REVERT_OUT_OF_BAND],
-            message=f"{owner}: remove {paths}, added out-of-band by {', '.join(who)} and absent "
-            "from Git",
-            key=f"revert:{episode}:{drift.resource_version}",
-            action=BreakerAction.REVERT_OUT_OF_BAND,
-            patch=tuple(patch),
-            resource_version=drift.resource_version,
-        )
+        BreakerAction.REVERT_OUT_OF_BAND,
+        owner,
+        message=f"{owner}: remove {paths}, added out-of-band by {', '.join(who)} and absent "
+        "from Git",
+        key=f"revert:{episode}:{drift.resource_version}",
+        patch=tuple(patch),
+        resource_version=drift.resource_version,
     )
     if not run.settings.dry_run:
         run.reverted[key] = run.now
@@ -309,17 +329,13 @@ def _scale(run: _Round, prediction: Prediction) -> None:
         )
         return
     run.act(
-        Decision(
-            kind=DecisionKind.ACT,
-            owner=owner,
-            reason=_REASON[BreakerAction.SCALE_TO_FIT],
-            message=f"{owner}: scale from {prediction.replicas} to {prediction.fits} replicas, "
-            f"what node {prediction.node} admits",
-            key=f"scale:{owner_key(owner)}:{prediction.replicas}->{prediction.fits}",
-            action=BreakerAction.SCALE_TO_FIT,
-            replicas=prediction.fits,
-            resource_version=prediction.resource_version,
-        )
+        BreakerAction.SCALE_TO_FIT,
+        owner,
+        message=f"{owner}: scale from {prediction.replicas} to {prediction.fits} replicas, "
+        f"what node {prediction.node} admits",
+        key=f"scale:{owner_key(owner)}:{prediction.replicas}->{prediction.fits}",
+        replicas=prediction.fits,
+        resource_version=prediction.resource_version,
     )
 
 
@@ -330,14 +346,10 @@ def _prune(run: _Round, owner: ObjectRef, pods: tuple[PodObservation, ...]) -> N
     if not names:
         return
     run.act(
-        Decision(
-            kind=DecisionKind.ACT,
-            owner=owner,
-            reason=_REASON[BreakerAction.PRUNE_FAILED],
-            message=f"{owner}: delete {len(names)} Failed pods rejected at admission, keeping "
-            f"the newest {run.settings.keep_failed}",
-            key=f"prune:{owner_key(owner)}:{names[0]}:{len(names)}",
-            action=BreakerAction.PRUNE_FAILED,
-            pods=names,
-        )
+        BreakerAction.PRUNE_FAILED,
+        owner,
+        message=f"{owner}: delete {len(names)} Failed pods rejected at admission, keeping "
+        f"the newest {run.settings.keep_failed}",
+        key=f"prune:{owner_key(owner)}:{names[0]}:{len(names)}",
+        pods=names,
     )

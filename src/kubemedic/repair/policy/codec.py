@@ -8,7 +8,8 @@ it stores and returns these dicts, reading only a few keys of them for its index
   always written (``None`` as ``null``);
 * times are RFC 3339 strings in UTC with a ``Z`` (``2026-12-02T10:00:00Z``; microseconds only
   when there are some), read back as aware UTC datetimes;
-* enums (``Step``, ``Kind``, ``Action``) by value (``"reboot"``, ``"act"``, ``"restart-kubelet"``);
+* enums (``Step``, ``Kind``, ``Action``, ``Brake``) by value (``"reboot"``, ``"act"``,
+  ``"restart-kubelet"``, ``"max-in-flight"``);
 * ``steps`` a list of step dicts, oldest first; ``args`` an object of strings.
 
 Reading is strict, so a row written by another version or edited by hand is named rather than
@@ -17,7 +18,8 @@ the wrong type raises :class:`CodecError` naming the field (``repair.steps[1].st
 an RFC 3339 time, found 'yesterday'``). A missing optional key takes the field's default.
 
 Node states (what ``kubemedic nodes`` prints, ``records.NodeState``) are only written
-(:func:`node_state_to_json`); their states are :data:`NODE_STATES`.
+(:func:`node_state_to_json`), without their ``brake`` (the reason says it); their states are
+:data:`NODE_STATES`.
 
 Pure: no I/O (the policy's import contract).
 """
@@ -33,6 +35,7 @@ from kubemedic.errors import InputError
 from kubemedic.model import objects
 from kubemedic.repair.policy.records import (
     Action,
+    Brake,
     Decision,
     Kind,
     LedgerEntry,
@@ -149,6 +152,7 @@ def decision_to_json(decision: Decision, at: datetime | None = None) -> Json:
         "args": dict(sorted(decision.args.items())),
         "outcome": decision.outcome,
         "dryRun": decision.dry_run,
+        "brake": None if decision.brake is None else decision.brake.value,
     }
     if at is not None:
         document["at"] = time_to_json(at)
@@ -353,6 +357,7 @@ def decision_from_json(data: object, *, where: str = "decision") -> Decision:
         args=read.strings("args"),
         outcome=read.text("outcome", ""),
         dry_run=read.flag("dryRun"),
+        brake=read.opt_choice("brake", Brake),
     )
     read.opt_time("at")  # when it was given: checked, not part of the record
     read.done()

@@ -34,6 +34,7 @@ from kubemedic.model import timing
 from kubemedic.repair.policy import brakes, health, ladder
 from kubemedic.repair.policy.records import (
     Action,
+    Brake,
     ClusterState,
     Decision,
     Kind,
@@ -51,6 +52,7 @@ __all__ = ["DO_NOT_REPAIR", "decide", "repair_id"]
 DO_NOT_REPAIR = "kubemedic.io/do-not-repair"
 #: ``Plan.alerted`` also holds one key per node of an announced group (its outage).
 _OUTAGE = "correlated-node:"
+_PAUSED = ladder.Hold(Brake.PAUSED, "repairs are paused")
 
 
 def repair_id(node: str, started: datetime) -> str:
@@ -117,20 +119,26 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
     wakes: list[datetime] = []
     states: dict[str, NodeState] = {}
 
-    def hold_reason(name: str) -> str:
+    def holding(name: str) -> ladder.Hold | None:
         if settings.paused:
-            return "repairs are paused"
+            return _PAUSED
         # An operator's opt-out or quarantine stops a repair in flight too: it only undoes.
         node = nodes.get(name)
-        skip = _skip_reason(node, settings) if node is not None else ""
-        if skip:
+        skip = _skip(node, settings) if node is not None else None
+        if skip is not None:
             return skip
         group = held_by.get(name)
         if group is not None:
-            return f"{group.short()}: a control-plane, network or zone fault, not a node fault"
+            return ladder.Hold(
+                Brake.CORRELATED,
+                f"{group.short()}: a control-plane, network or zone fault, not a node fault",
+            )
         if name in sticky:
-            return f"part of a correlated failure ({sticky[name]}); held until it is Ready again"
-        return ""
+            return ladder.Hold(
+                Brake.CORRELATED,
+                f"part of a correlated failure ({sticky[name]}); held until it is Ready again",
+            )
+        return None
 
     # Repairs in flight first: they hold the pools' slots.
     ctx_base = ladder.Context(
@@ -141,7 +149,7 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
         power_known=state.power_known,
     )
     for name, repair in sorted(state.repairs.items()):
-        move = ladder.advance(repair, replace(ctx_base, held=hold_reason(name)))
+        move = ladder.advance(repair, replace(ctx_base, held=holding(name)))
         decisions.extend(d for d in move.decisions)
         if move.repair is not None:
             repairs[name] = move.repair
@@ -174,13 +182,15 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
         entries = ledger_now.get(name, ())
         if verdict.due is not None:
             wakes.append(verdict.due)
-        skip = _skip_reason(node, settings)
-        if skip:
+        skip = _skip(node, settings)
+        if skip is not None:
             state_name = "quarantined" if node.labels.get(ladder.QUARANTINED) == "true" else ""
             if verdict.unhealthy:
-                decisions.append(_note(node, Kind.SKIP, "KubemedicRepairSkipped", skip, settings))
+                decisions.append(
+                    _note(node, Kind.SKIP, "KubemedicRepairSkipped", skip.why, settings)
+                )
             states[name] = NodeState(
-                name, state_name or ("unhealthy" if verdict.unhealthy else "healthy"), "", skip
+                name, state_name or ("unhealthy" if verdict.unhealthy else "healthy"), "", skip.why
             )
             continue
         flaps = brakes.flapping(state.not_ready_at.get(name, ()), entries, settings, now)
@@ -231,18 +241,19 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
                 name, "unhealthy", "", f"dry run: decided at {decided:%H:%M:%SZ}; nothing done"
             )
             continue
-        why = hold_reason(name) or _brake(node, settings, pool_sizes, pool_unhealthy, in_flight)
-        if why:
+        held = holding(name) or _brake(node, settings, pool_sizes, pool_unhealthy, in_flight)
+        if held is not None:
             decisions.append(
                 _note(
                     node,
                     Kind.HOLD,
                     "KubemedicRepairHeld",
-                    f"repair of {name} held ({verdict.trigger}): {why}",
+                    f"repair of {name} held ({verdict.trigger}): {held.why}",
                     settings,
+                    brake=held.brake,
                 )
             )
-            states[name] = NodeState(name, "held", "", why)
+            states[name] = NodeState(name, "held", "", held.why, held.brake)
             continue
         reachable = health.agent_reachable(node, settings, now)
         step = ladder.first_step(verdict.cause, reachable=reachable, ctx=ctx_base)
@@ -321,16 +332,20 @@ def _dry_quarantined(entries: tuple[LedgerEntry, ...]) -> bool:
     return False
 
 
-def _skip_reason(node: NodeObservation, settings: RepairSettings) -> str:
+def _skip(node: NodeObservation, settings: RepairSettings) -> ladder.Hold | None:
+    """Why ``node`` is not repaired on purpose (None: it may be)."""
     if node.labels.get(ladder.QUARANTINED) == "true":
         why = node.annotations.get("kubemedic.io/quarantine-reason", "")
-        return "quarantined" + (f": {why}" if why else "") + "; `kubemedic nodes release` clears it"
+        return ladder.Hold(
+            Brake.QUARANTINED,
+            "quarantined" + (f": {why}" if why else "") + "; `kubemedic nodes release` clears it",
+        )
     flag = node.annotations.get(DO_NOT_REPAIR)
     if flag is not None and flag.strip().lower() != "false":
-        return f"annotated {DO_NOT_REPAIR}"
+        return ladder.Hold(Brake.DO_NOT_REPAIR, f"annotated {DO_NOT_REPAIR}")
     if settings.paused:
-        return "repairs are paused"
-    return ""
+        return _PAUSED
+    return None
 
 
 def _brake(
@@ -339,18 +354,22 @@ def _brake(
     sizes: Mapping[str, int],
     unhealthy: Mapping[str, int],
     in_flight: Mapping[str, int],
-) -> str:
+) -> ladder.Hold | None:
     pool = node.pool
     allowed = brakes.unhealthy_budget(sizes[pool], settings, pool)
     if unhealthy[pool] > allowed:
-        return (
+        return ladder.Hold(
+            Brake.MAX_UNHEALTHY,
             f"{unhealthy[pool]} of the {sizes[pool]} nodes of pool {pool} are unhealthy, more "
-            f"than maxUnhealthy ({allowed}): a fault this wide is not repaired node by node"
+            f"than maxUnhealthy ({allowed}): a fault this wide is not repaired node by node",
         )
     limit = brakes.max_in_flight(settings, pool)
     if in_flight.get(pool, 0) >= limit:
-        return f"{in_flight[pool]} repair(s) in flight in pool {pool} (maxInFlight {limit})"
-    return ""
+        return ladder.Hold(
+            Brake.MAX_IN_FLIGHT,
+            f"{in_flight[pool]} repair(s) in flight in pool {pool} (maxInFlight {limit})",
+        )
+    return None
 
 
 def _new(
@@ -402,7 +421,13 @@ def _started(repair: Repair, message: str) -> Decision:
 
 
 def _note(
-    node: NodeObservation, kind: Kind, reason: str, message: str, settings: RepairSettings
+    node: NodeObservation,
+    kind: Kind,
+    reason: str,
+    message: str,
+    settings: RepairSettings,
+    *,
+    brake: Brake | None = None,
 ) -> Decision:
     return Decision(
         kind=kind,
@@ -411,6 +436,7 @@ def _note(
         message=message,
         key=f"{node.name}:{kind.value}:{message}",
         dry_run=settings.dry_run,
+        brake=brake,
     )
 
 
@@ -419,7 +445,7 @@ def _state_of(repair: Repair, decisions: tuple[Decision, ...]) -> NodeState:
         return NodeState(repair.node, "quarantined", "quarantine", repair.detail or repair.trigger)
     held = next((d for d in decisions if d.kind is Kind.HOLD), None)
     if held is not None:
-        return NodeState(repair.node, "held", repair.step.value, held.message)
+        return NodeState(repair.node, "held", repair.step.value, held.message, held.brake)
     return NodeState(
         repair.node, "repairing", repair.step.value, f"{repair.phase}: {repair.trigger}"
     )

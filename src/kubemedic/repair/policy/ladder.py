@@ -39,6 +39,7 @@ from kubemedic.repair.policy.folding import fold
 from kubemedic.repair.policy.folding import phase_at as _phase_at
 from kubemedic.repair.policy.records import (
     Action,
+    Brake,
     Decision,
     Kind,
     LedgerEntry,
@@ -49,13 +50,21 @@ from kubemedic.repair.policy.records import (
 )
 from kubemedic.repair.policy.settings import RepairSettings
 
-__all__ = ["Context", "Move", "advance", "dry_text", "first_step", "fold", "reason_for"]
+__all__ = ["Context", "Hold", "Move", "advance", "dry_text", "first_step", "fold", "reason_for"]
 
 ACK = "kubemedic.io/agent-ack"
 QUARANTINED = "kubemedic.io/quarantined"
 _EARLY = frozenset({"request", "cordon", "power", "drain"})
 #: Actions taken even while repairs are held: they undo, or they only make a node safer.
 _ALWAYS = frozenset({Action.UNFENCE, Action.UNCORDON, Action.ALERT, Action.QUARANTINE})
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """What holds a repair back, and the sentence that says why."""
+
+    brake: Brake
+    why: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +76,8 @@ class Context:
     nodes: Mapping[str, NodeObservation]
     abilities: frozenset[Action]
     power_known: bool
-    #: Why the repair may not take a new action now ("" when nothing holds it).
-    held: str = ""
+    #: Why the repair may not take a new action now (None when nothing holds it).
+    held: Hold | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +157,7 @@ def advance(repair: Repair, ctx: Context) -> Move:
 def _restart(repair: Repair, node: NodeObservation, ctx: Context) -> Move:
     if repair.phase == "request":
         if ctx.held:
-            return _hold(repair, ctx)
+            return _hold(repair, ctx.held)
         action = Action.RESTART_RUNTIME if repair.cause == "runtime" else Action.RESTART_KUBELET
         what = "container runtime" if action is Action.RESTART_RUNTIME else "kubelet"
         request = f"{repair.id}-{len(repair.steps) + 1}"
@@ -173,7 +182,7 @@ def _reboot(repair: Repair, node: NodeObservation, ctx: Context) -> Move:
     phase = repair.phase
     if phase == "cordon":
         if ctx.held:
-            return _hold(repair, ctx)
+            return _hold(repair, ctx.held)
         if node.unschedulable:
             return advance(_phase(repair, "power", ctx), ctx)
         return _act(repair, Action.CORDON, f"cordon {repair.node} before its reboot", ctx)
@@ -190,7 +199,7 @@ def _reboot(repair: Repair, node: NodeObservation, ctx: Context) -> Move:
                     ctx,
                 )
             if ctx.held:
-                return _hold(repair, ctx)
+                return _hold(repair, ctx.held)
             return _act(
                 repair,
                 Action.POWER_ON,
@@ -203,7 +212,7 @@ def _reboot(repair: Repair, node: NodeObservation, ctx: Context) -> Move:
         return _drain(repair, node, ctx)
     if phase == "reboot":
         if ctx.held:
-            return _hold(repair, ctx)
+            return _hold(repair, ctx.held)
         return _act(
             repair,
             Action.REBOOT,
@@ -284,7 +293,7 @@ def _replace(repair: Repair, node: NodeObservation | None, ctx: Context) -> Move
                 to=Step.QUARANTINE,
             )
         if ctx.held:
-            return _hold(repair, ctx)
+            return _hold(repair, ctx.held)
         return _act(
             repair,
             Action.REPLACE,
@@ -473,7 +482,7 @@ def _dry_waiting(repair: Repair, node: NodeObservation | None, ctx: Context) -> 
     return Move(repair, (_wait(repair, "dry run"),), wake_at=deadline)
 
 
-def _hold(repair: Repair, ctx: Context) -> Move:
+def _hold(repair: Repair, held: Hold) -> Move:
     return Move(
         repair,
         (
@@ -481,8 +490,9 @@ def _hold(repair: Repair, ctx: Context) -> Move:
                 repair,
                 Kind.HOLD,
                 "KubemedicRepairHeld",
-                f"{repair.step.value} of {repair.node} held: {ctx.held}",
-                key=f"{repair.id}:held:{ctx.held}",
+                f"{repair.step.value} of {repair.node} held: {held.why}",
+                key=f"{repair.id}:held:{held.why}",
+                brake=held.brake,
             ),
         ),
     )
@@ -500,7 +510,7 @@ def _act(
     args: Mapping[str, str] | None = None,
 ) -> Move:
     if ctx.held and action not in _ALWAYS:
-        return _hold(repair, ctx)
+        return _hold(repair, ctx.held)
     text = f"dry run: would {message}" if repair.dry_run else message
     decision = _decision(
         repair,
@@ -524,6 +534,7 @@ def _decision(
     action: Action | None = None,
     args: Mapping[str, str] | None = None,
     outcome: str = "",
+    brake: Brake | None = None,
 ) -> Decision:
     if repair.dry_run and kind is Kind.ACT and action is not None:
         message = dry_text(action, message)
@@ -538,6 +549,7 @@ def _decision(
         args=dict(args or {}),
         outcome=outcome,
         dry_run=repair.dry_run,
+        brake=brake,
     )
 
 

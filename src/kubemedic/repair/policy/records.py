@@ -18,6 +18,7 @@ from enum import StrEnum
 
 __all__ = [
     "Action",
+    "Brake",
     "ClusterState",
     "Condition",
     "Decision",
@@ -71,6 +72,17 @@ class Kind(StrEnum):
     FINISH = "finish"  # a repair ended (``outcome``)
     HOLD = "hold"  # a brake stopped a repair from starting or going on
     SKIP = "skip"  # the node is not repaired, on purpose (annotation, quarantine, pause)
+
+
+class Brake(StrEnum):
+    """What holds a repair back: a ``hold`` decision's (and a held node's) ``brake``."""
+
+    CORRELATED = "correlated"  # a correlated failure: a zone, the network, the control plane
+    MAX_UNHEALTHY = "max-unhealthy"  # the pool's unhealthy budget
+    MAX_IN_FLIGHT = "max-in-flight"  # the pool's repair slots
+    PAUSED = "paused"  # repair.paused
+    QUARANTINED = "quarantined"  # the node's label, until released
+    DO_NOT_REPAIR = "do-not-repair"  # the node's annotation
 
 
 class Power(StrEnum):
@@ -228,6 +240,8 @@ class Decision:
     args: Mapping[str, str] = field(default_factory=dict)
     outcome: str = ""  # for ``finish``
     dry_run: bool = False
+    #: For ``hold``: the brake that holds it (None for a hold no brake makes: a blocked drain).
+    brake: Brake | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,12 +258,14 @@ class Outcome:
 @dataclass(frozen=True, slots=True)
 class NodeState:
     """One node as ``kubemedic nodes`` shows it: ``state`` is ``healthy``, ``unhealthy``,
-    ``repairing``, ``held`` or ``quarantined``; ``step`` the ladder's rung ("" when none)."""
+    ``repairing``, ``held`` or ``quarantined``; ``step`` the ladder's rung ("" when none);
+    ``brake`` what holds a ``held`` node (its hold decision's)."""
 
     name: str
     state: str
     step: str = ""
     reason: str = ""
+    brake: Brake | None = None
 
 
 @dataclass(frozen=True, slots=True)

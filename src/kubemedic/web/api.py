@@ -171,7 +171,7 @@ def findings(
     )
 
 
-def _brief(incident: Incident) -> dict[str, Any]:
+def _brief(incident: Incident, related: int) -> dict[str, Any]:
     """An incident without its timeline, findings, signals, cause, follow-ups and related links
     (a list's row: ``/incidents/{id}`` has the rest)."""
     return {
@@ -192,7 +192,7 @@ def _brief(incident: Incident) -> dict[str, Any]:
         "workloads": list(incident.workloads),
         "culprits": list(incident.culprits),
         "harmed": list(incident.harmed),
-        "relatedCount": len(incident.related),
+        "relatedCount": related,
     }
 
 
@@ -211,7 +211,12 @@ def incidents(
     page, following = read.incident_page(
         chosen, open_only=state == "open", limit=limit, token=token
     )
-    return PageModel.model_validate({"items": [_brief(i) for i in page], "continue": following})
+    return PageModel.model_validate(
+        {
+            "items": [_brief(i, read.related_count(chosen, i)) for i in page],
+            "continue": following,
+        }
+    )
 
 
 @router.get("/incidents/{incident_id}", summary="One incident: timeline, evidence, related")
@@ -219,7 +224,9 @@ def incident(incident_id: str, read: ReaderDep, cluster: Cluster = None) -> dict
     chosen = read.cluster(cluster)
     found = read.incident(chosen, incident_id)
     document = found.to_json()
-    document["relatedIncidents"] = [_brief(other) for other in read.related(chosen, found)]
+    document["relatedIncidents"] = [
+        _brief(other, read.related_count(chosen, other)) for other in read.related(chosen, found)
+    ]
     return document
 
 

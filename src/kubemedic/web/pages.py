@@ -146,7 +146,7 @@ def node(request: Request, name: str, cluster: Cluster = None) -> HTMLResponse:
         node=detail,
         ladder=[(rung, rung == step) for rung in LADDER],
         chart=charts.conditions_chart(raw, read.now(chosen)),
-        incidents=[read.incident(chosen, i) for i in detail["incidents"]],
+        incidents=[read.incident(chosen, i, linked=False) for i in detail["incidents"]],
     )
 
 

@@ -75,14 +75,14 @@ def _rank(state: str) -> int:
 def overview(request: Request, cluster: Cluster = None) -> HTMLResponse:
     read = reader(request)
     chosen = read.cluster(cluster)
-    nodes = node_overview(read, chosen)
+    commitment = read.read("latest_commitment", chosen)
+    nodes = node_overview(read, chosen, commitment)
     states = {node["name"]: node["state"] for node in nodes}
     counts = Counter(states.values())
     by_state = sorted(
         counts.items(),
         key=lambda item: _STATE_ORDER.index(item[0]) if item[0] in _STATE_ORDER else 99,
     )
-    commitment = read.read("latest_commitment", chosen)
     incidents = read.incidents(chosen)
     open_ids = {i.id for i in read.open_incidents(chosen, incidents)}
     return _render(

@@ -103,3 +103,23 @@ def test_the_probe_sees_what_a_command_loads(tmp_path: Path) -> None:
     above means the modules were absent, not that the probe saw nothing)."""
     modules = loaded_modules("events", "--db", str(tmp_path / "absent.db"))
     assert "sqlalchemy" in forbidden_in(modules)
+
+
+def test_the_daemon_loads_the_web_stack_only_with_web() -> None:
+    """``kubemedic run`` imports its daemon; the dashboard's modules come with ``--web`` only."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys; import kubemedic.cli.daemon, kubemedic.run.daemon; "
+            "print(json.dumps(sorted(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    modules = set(json.loads(done.stdout))
+    assert "kubemedic.run.daemon" in modules
+    web = ("kubemedic.web", "fastapi", "uvicorn", "jinja2")
+    assert sorted(m for m in modules if any(m == r or m.startswith(r + ".") for r in web)) == []

@@ -167,10 +167,10 @@ def configure_logging(log_level: str, *, quiet: tuple[str, ...] = ()) -> int:
     return level
 
 
-def listen_address(listen: str, *, example: str) -> tuple[str, int]:
-    """``--listen HOST:PORT`` as ``(host, port)`` (an IPv6 host may be bracketed); exit 2
-    naming the flag and showing ``example`` otherwise."""
+def listen_address(listen: str, *, example: str, flag: str = "--listen") -> tuple[str, int]:
+    """``--listen HOST:PORT`` (or ``flag``) as ``(host, port)`` (an IPv6 host may be
+    bracketed); exit 2 naming the flag and showing ``example`` otherwise."""
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise _fail(f"--listen {listen!r}: expected HOST:PORT such as {example}")
+        raise _fail(f"{flag} {listen!r}: expected HOST:PORT such as {example}")
     return host.strip("[]"), int(port)

@@ -109,6 +109,21 @@ def run(
             "free port, logged)."
         ),
     ] = "0.0.0.0:9808",
+    web: Annotated[
+        str | None,
+        typer.Option(
+            help="HOST:PORT to serve the dashboard on, read-only over the archive being "
+            "recorded (as `kubemedic web`; beyond loopback only with --web-token-file; port 0: "
+            "any free port, logged).",
+        ),
+    ] = None,
+    web_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--web-token-file",
+            help="File whose first line is the token every dashboard request must carry.",
+        ),
+    ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -149,6 +164,7 @@ def run(
         return value
 
     address = listen_address(listen, example="0.0.0.0:9808")
+    dashboard, web_token = _dashboard(web, web_token_file)
     configure_logging(log_level, quiet=("alembic",))  # a line per migration step
     try:
         url = database_url(db)
@@ -187,16 +203,46 @@ def run(
         drift_rules=rules,
         notify=notify,
         listen=address,
+        web=dashboard,
+        web_token=web_token,
     )
     try:
         asyncio.run(_serve(Daemon(options)))
-    except (KubeAccessError, ArchiveError, ProviderError) as error:
+    except (KubeAccessError, ArchiveError, ProviderError, InputError) as error:
         raise _fail(str(error)) from None
     except ExceptionGroup as group:  # a task group's failure: report its first input error
         first = next(iter(_leaves(group)), None)
         if isinstance(first, InputError):
             raise _fail(str(first)) from None
         raise
+
+
+def _dashboard(
+    web: str | None, token_file: Path | None
+) -> tuple[tuple[str, int] | None, str | None]:
+    """``--web`` and ``--web-token-file`` checked as `kubemedic web` checks its flags (exit 2
+    naming the flag); the web stack itself is loaded only when the daemon serves it."""
+    if web is None:
+        if token_file is not None:
+            raise _fail("--web-token-file: the dashboard's token needs --web HOST:PORT")
+        return None, None
+    from kubemedic.web import serving  # noqa: PLC0415 - only with --web
+
+    host, port = listen_address(web, example="127.0.0.1:8080", flag="--web")
+    try:
+        token = (
+            None if token_file is None else serving.read_token(token_file, flag="--web-token-file")
+        )
+        serving.check_listen(
+            host,
+            token,
+            flag="--web",
+            file_flag="--web-token-file",
+            example=f"--web 127.0.0.1:{port}",
+        )
+    except serving.WebError as error:
+        raise _fail(str(error)) from None
+    return (host, port), token
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

@@ -117,10 +117,12 @@ def incidents(
     since: datetime | None = None,
     until: datetime | None = None,
     window: timedelta = grouping.DEFAULT_WINDOW,
+    linked: bool = True,
 ) -> list[Incident]:
-    """``load`` then ``grouping.group``: the archive's incidents, oldest first."""
+    """``load`` then ``grouping.group``: the archive's incidents, oldest first (``linked``:
+    as ``grouping.group``)."""
     episodes, signals = load(engine, cluster=cluster, since=since, until=until, window=window)
-    return grouping.group(episodes, signals, window=window)
+    return grouping.group(episodes, signals, window=window, linked=linked)
 
 
 # -- findings ----------------------------------------------------------------------------------

@@ -44,11 +44,18 @@ change an incident's id.
 
 **Related incidents** share part of their cause (``causes.parse_cause``: its pool or its
 culprit workload) in the same cluster, or all of it in another cluster; the reason names what is
-shared ("same cause: shared core node pool, Prometheus").
+shared ("same cause: shared core node pool, Prometheus"). ``linking`` finds them.
+
+**Cost.** Nothing here tries every pair: symptoms, conditions, signals and drafts are filed by
+what a match must share (a node, a workload, a cause...) and by time (``indexing.Near``), and
+each exact rule above is applied to the few candidates that can pass it, so grouping grows with
+the archive, not with its square. ``tests/incidents/test_grouping_equivalence.py`` holds the
+rules applied pair by pair and checks both give the same incidents.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -57,8 +64,10 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from kubemedic.incidents import advising, causes, describing
+from kubemedic.incidents.indexing import Near
+from kubemedic.incidents.linking import link
 from kubemedic.incidents.members import Draft, Member
-from kubemedic.incidents.model import FindingEpisode, Incident, Related, Signal, SignalKind
+from kubemedic.incidents.model import FindingEpisode, Incident, Signal, SignalKind
 from kubemedic.model import objects
 
 __all__ = ["DEFAULT_WINDOW", "group", "incident_id", "link"]
@@ -79,9 +88,11 @@ def group(
     signals: Sequence[Signal] = (),
     *,
     window: timedelta = DEFAULT_WINDOW,
+    linked: bool = True,
 ) -> list[Incident]:
     """Incidents of ``episodes`` and ``signals`` (see the module docstring), oldest first,
-    with their related incidents linked."""
+    with their related incidents linked (``linked=False``: left empty, for a caller that asks
+    ``linking.Links`` for the few it shows)."""
     episodes_by_cluster: dict[str, list[FindingEpisode]] = defaultdict(list)
     for episode in episodes:
         episodes_by_cluster[episode.cluster].append(episode)
@@ -95,7 +106,7 @@ def group(
         _attach_signals(drafts, ordered, window)
         built.extend(_build(draft) for draft in drafts)
     built.sort(key=lambda incident: (incident.start, incident.cluster, incident.id))
-    return link(built)
+    return link(built) if linked else built
 
 
 def _near(a: tuple[datetime, datetime], b: tuple[datetime, datetime], window: timedelta) -> bool:
@@ -118,32 +129,45 @@ def _drafts(
         facts = causes.facts_of(episode)
         if facts is not None:
             members.append(Member.of(episode, facts))
+    shown = _Shown(signals)
     symptoms = [
         occurrence
         for member in members
         if not member.facts.condition
-        for occurrence in _occurrences(member, signals, window=window)
+        for occurrence in _occurrences(member, shown, window=window)
     ]
-    roots = [m for m in members if m.facts.root]
+    roots: Near[Member] = Near(window)
+    for member in members:
+        if member.facts.root:
+            roots.add(member, _root_keys(member.facts), member.first, member.last)
 
     # Step 2: a cause for each symptom, from a condition, else from another symptom.
     first_pass: dict[int, tuple[str, int, str]] = {}
     for index, symptom in enumerate(symptoms):
-        first_pass[index] = _best(
-            symptom,
-            roots,
-            score=causes.root_score,
-            window=window,
-            cause_of=lambda m: m.facts.incident_cause,
-        )
+        keys = _root_keys(symptom.facts)
+        for least, kinds in _ROOT_TIERS:
+            near = roots.near([key for key in keys if key[0] in kinds], symptom.first, symptom.last)
+            first_pass[index] = _best(
+                symptom,
+                [roots.items[position] for position in near],
+                score=causes.root_score,
+                window=window,
+                cause_of=lambda m: m.facts.incident_cause,
+            )
+            if first_pass[index][1] >= least:
+                break
     first_cause = {id(s): first_pass[i][0] for i, s in enumerate(symptoms)}
+    followed: Near[Member] = Near(window)
+    for symptom in symptoms:
+        followed.add(symptom, _follow_keys(symptom.facts, led=True), symptom.first, symptom.last)
     assigned: dict[int, tuple[str, int, str]] = {}
     for index, symptom in enumerate(symptoms):
         chosen = first_pass[index]
         if chosen[1] == 0:
+            near = followed.near(_follow_keys(symptom.facts), symptom.first, symptom.last)
             follow = _best(
                 symptom,
-                symptoms,
+                [followed.items[position] for position in near],
                 score=causes.follow_score,
                 window=window,
                 cause_of=lambda m: first_cause[id(m)],
@@ -173,6 +197,43 @@ def _drafts(
     return drafts
 
 
+def _root_keys(facts: causes.Facts) -> list[tuple[str, str]]:
+    """What a symptom and a condition explaining it share, one at least
+    (``causes.root_score`` is 0 without one): the cause, a node, a pool or a workload."""
+    return [
+        ("cause", facts.incident_cause),
+        *(("node", node) for node in facts.nodes),
+        *(("pool", pool) for pool in facts.pools),
+        *(("culprit", workload) for workload in facts.culprits),
+        *(("victim", workload) for workload in facts.victims),
+    ]
+
+
+_ROOT_TIERS = (
+    (4, frozenset({"cause"})),
+    (3, frozenset({"cause", "node"})),
+    (0, frozenset({"cause", "node", "pool", "culprit", "victim"})),
+)
+"""Which of ``_root_keys`` a condition scoring at least so much must share with the symptom
+(``causes.root_score``: 4 only for the same cause, 3 only on a shared node): a symptom whose
+best among those reaches the score needs no wider look, as nothing outside can tie or beat
+it. Most evictions meet their node's condition in the first two."""
+
+
+def _follow_keys(facts: causes.Facts, *, led: bool = False) -> list[tuple[str, str]]:
+    """What a symptom and one it follows share (``causes.follow_score`` is 0 without it): a
+    victim or a node, or, for pending pods, being a node scale-up burst (``led``: the keys a
+    symptom is filed under, to be followed)."""
+    keys = [
+        *(("victim", workload) for workload in facts.victims),
+        *(("node", node) for node in facts.nodes),
+    ]
+    family = facts.cause.family
+    if (family == "node-scale-burst") if led else (family == "unschedulable"):
+        keys.append(("family", "node-scale-burst"))
+    return keys
+
+
 _OCCURRING = {
     "evicted": SignalKind.EVICTION,
     "oom-killed": SignalKind.OOM_KILL,
@@ -194,7 +255,54 @@ def _shows(facts: causes.Facts, signal: Signal) -> bool:
     return facts.cause.subject == "node" and bool(signal.node) and signal.node in facts.nodes
 
 
-def _occurrences(member: Member, signals: Sequence[Signal], *, window: timedelta) -> list[Member]:
+class _Shown:
+    """Signals (in time order) by kind and what they name: a workload, a pod, a node."""
+
+    def __init__(self, signals: Sequence[Signal]) -> None:
+        self.signals = signals
+        filed: dict[tuple[SignalKind, str, str], list[tuple[datetime, int]]] = defaultdict(list)
+        for position, signal in enumerate(signals):
+            for name, value in (
+                ("workload", signal.workload),
+                ("pod", signal.pod),
+                ("node", signal.node),
+            ):
+                if value:
+                    filed[(signal.kind, name, value)].append((signal.at, position))
+        self._times: dict[tuple[SignalKind, str, str], list[datetime]] = {}
+        self._positions: dict[tuple[SignalKind, str, str], list[int]] = {}
+        for key, entries in filed.items():
+            entries.sort()
+            self._times[key] = [at for at, _ in entries]
+            self._positions[key] = [position for _, position in entries]
+
+    def between(
+        self, keys: Iterable[tuple[SignalKind, str, str]], low: datetime, high: datetime
+    ) -> list[Signal]:
+        """The signals filed under one of ``keys`` with ``low <= at <= high``, in order."""
+        found: set[int] = set()
+        for key in keys:
+            times = self._times.get(key)
+            if times:
+                start, stop = bisect.bisect_left(times, low), bisect.bisect_right(times, high)
+                found.update(self._positions[key][start:stop])
+        return [self.signals[position] for position in sorted(found)]
+
+
+def _shown_keys(facts: causes.Facts) -> list[tuple[SignalKind, str, str]]:
+    """Where the signals ``_shows`` may accept for ``facts`` are filed."""
+    node_level = facts.check == "oom-killed" and facts.cause.subject == "node"
+    wanted = SignalKind.NODE_OOM if node_level else _OCCURRING.get(facts.check)
+    if wanted is None:
+        return []
+    keys = [(wanted, "workload", workload) for workload in facts.victims]
+    keys += [(wanted, "pod", pod) for pod in facts.pods]
+    if facts.cause.subject == "node":
+        keys += [(wanted, "node", node) for node in facts.nodes]
+    return keys
+
+
+def _occurrences(member: Member, signals: _Shown, *, window: timedelta) -> list[Member]:
     """The spans a symptom was active: runs of its own signals (each run within ``window`` of
     the last), else the times in its evidence, else its episode's scans."""
     evident = causes.activity_span(member.episode)
@@ -202,8 +310,10 @@ def _occurrences(member: Member, signals: Sequence[Signal], *, window: timedelta
     if member.facts.check in _OCCURRING:
         shown = [
             s
-            for s in signals
-            if first - window <= s.at <= member.last + window and _shows(member.facts, s)
+            for s in signals.between(
+                _shown_keys(member.facts), first - window, member.last + window
+            )
+            if _shows(member.facts, s)
         ]
         if shown:
             runs = _runs(shown, window=window, span=lambda s: (s.at, s.last))
@@ -311,11 +421,24 @@ def _join_conditions(
     lead: bool,
 ) -> list[Draft]:
     """Add ``conditions`` to the drafts they belong to; return risk drafts for the others."""
-    anchors = [_anchors(draft) for draft in drafts]
+    anchors: Near[tuple[Draft, _Anchors]] = Near(window)
+    for draft in drafts:
+        anchor = _anchors(draft)
+        keys = [("cause", anchor.cause)]
+        keys += [("workload", workload) for workload in anchor.workloads] if lead else []
+        keys += [] if lead else [("victim", workload) for workload in anchor.victims]
+        anchors.add((draft, anchor), keys, *anchor.span)
     loose: list[Member] = []
     for condition in conditions:
         joined = False
-        for draft, anchor in zip(drafts, anchors, strict=True):
+        facts = condition.facts
+        if lead:
+            wanted = [("cause", facts.incident_cause)]
+            wanted += [("workload", workload) for workload in facts.culprits]
+        else:
+            wanted = [("victim", workload) for workload in facts.victims]
+        for position in anchors.near(wanted, condition.first, condition.last):
+            draft, anchor = anchors.items[position]
             if _near(_span(condition), anchor.span, window) and _joins(
                 condition.facts, anchor, lead=lead
             ):
@@ -343,7 +466,10 @@ _POD_KINDS = {
 }
 
 
-def _signal_keys(draft: Draft) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+_Keys = dict[str, tuple[frozenset[str], frozenset[str]]]
+
+
+def _signal_keys(draft: Draft) -> _Keys:
     """Per signal kind, the workloads and nodes a signal must name to join ``draft``."""
     facts = list(draft.facts())
 
@@ -351,7 +477,7 @@ def _signal_keys(draft: Draft) -> dict[str, tuple[frozenset[str], frozenset[str]
         return frozenset().union(*values)
 
     memory_nodes = union(f.nodes for f in facts if f.resource == "memory")
-    keys: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+    keys: _Keys = {}
     for kind, check in _POD_KINDS.items():
         workloads = union(f.victims | f.culprits for f in facts if f.check == check)
         if kind is SignalKind.FAILED_POD:
@@ -379,9 +505,24 @@ def _signal_keys(draft: Draft) -> dict[str, tuple[frozenset[str], frozenset[str]
 
 
 def _attach_signals(drafts: list[Draft], signals: Sequence[Signal], window: timedelta) -> None:
-    prepared = [(draft, draft.span(), _signal_keys(draft)) for draft in drafts]
+    prepared: Near[tuple[Draft, tuple[datetime, datetime], _Keys]] = Near(window)
+    for draft in drafts:
+        span, keys = draft.span(), _signal_keys(draft)
+        filed = [
+            (name, kind, value)
+            for kind, (workloads, nodes) in keys.items()
+            for name, values in (("workload", workloads), ("node", nodes))
+            for value in values
+        ]
+        prepared.add((draft, span, keys), filed, *span)
     for signal in signals:
-        for draft, span, keys in prepared:
+        wanted = []
+        if signal.workload:
+            wanted.append(("workload", signal.kind.value, signal.workload))
+        if signal.node:
+            wanted.append(("node", signal.kind.value, signal.node))
+        for position in prepared.near(wanted, signal.at, signal.last):
+            draft, span, keys = prepared.items[position]
             if not _near((signal.at, signal.last), span, window):
                 continue
             workloads, nodes = keys[signal.kind.value]
@@ -423,71 +564,3 @@ def _build(draft: Draft) -> Incident:
         findings=tuple(draft.episodes()),
         signals=tuple(draft.signals),
     )
-
-
-def _cause_anchors(incident: Incident) -> dict[str, str]:
-    """What part of an incident's cause may be shared: ``{anchor: plain words}``."""
-    roles = dict(_roles_of(incident))
-    anchors: dict[str, str] = {}
-    for kind, value in causes.cause_anchors(causes.parse_cause(incident.cause)):
-        if kind == "pool":
-            anchors[f"pool:{value}"] = describing.node_pool_phrase(value)
-        else:
-            anchors[f"workload:{value}"] = causes.workload_label(value, roles)
-    return anchors
-
-
-def _roles_of(incident: Incident) -> list[tuple[str, str]]:
-    found: set[tuple[str, str]] = set()
-    for episode in incident.findings:
-        facts = causes.facts_of(episode)
-        if facts is not None:
-            found.update(facts.roles)
-    return sorted(found, reverse=True)
-
-
-def link(incidents: Sequence[Incident]) -> list[Incident]:
-    """``incidents`` with ``related`` filled in (see the module docstring)."""
-    anchors = [_cause_anchors(incident) for incident in incidents]
-    by_anchor: dict[str, list[int]] = defaultdict(list)
-    by_cause: dict[str, list[int]] = defaultdict(list)
-    for index, incident in enumerate(incidents):
-        for anchor in anchors[index]:
-            by_anchor[anchor].append(index)
-        by_cause[incident.cause].append(index)
-    linked: list[Incident] = []
-    for index, incident in enumerate(incidents):
-        candidates: set[int] = set(by_cause[incident.cause])
-        for anchor in anchors[index]:
-            candidates.update(by_anchor[anchor])
-        candidates.discard(index)
-        related: list[Related] = []
-        for other_index in sorted(candidates):
-            other = incidents[other_index]
-            shared = [
-                words
-                for anchor, words in sorted(anchors[index].items())
-                if anchor in anchors[other_index]
-            ]
-            if other.cluster != incident.cluster:
-                if other.cause != incident.cause:
-                    continue
-                reason = f"same cause in cluster {other.cluster}: shared " + ", ".join(
-                    shared or [other.cause]
-                )
-            elif shared:
-                reason = "same cause: shared " + ", ".join(shared)
-            else:
-                reason = f"same cause: {incident.cause}"
-            related.append(
-                Related(
-                    id=other.id,
-                    reason=reason,
-                    title=other.title,
-                    start=other.start,
-                    cluster=other.cluster,
-                )
-            )
-        related.sort(key=lambda r: (r.start, r.cluster, r.id))
-        linked.append(replace(incident, related=tuple(related)))
-    return linked

@@ -15,7 +15,11 @@ One process, one asyncio loop:
   are served there (:mod:`kubemedic.kube.endpoints`) from the moment the API server and the
   archive answered. ``/healthz`` is the event loop answering (a wedged loop answers nothing);
   ``/readyz`` is ready once the leader's caches hold a complete list of every stream, and at
-  once for a replica waiting for the Lease (a standby is a healthy, ready replica).
+  once for a replica waiting for the Lease (a standby is a healthy, ready replica);
+* with ``web`` set, the dashboard (:mod:`kubemedic.web`) is served there over the archive the
+  daemon records, read-only, by uvicorn in this same loop (:mod:`kubemedic.web.embedding`),
+  on the leader and on a standby alike; it stops when the daemon stops. The web stack is
+  loaded only then.
 
 Time is the cluster's: with ``clock="server"`` the daemon follows the API server's clock, so
 against the simulator running at 20x a 60 s scan interval passes in 3 s of wall time.
@@ -33,7 +37,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -65,6 +69,9 @@ from kubemedic.run.metrics import RunMetrics
 from kubemedic.run.recorder import Recorder
 from kubemedic.store import retention
 from kubemedic.store.db import Archive
+
+if TYPE_CHECKING:
+    from kubemedic.web import embedding
 
 __all__ = ["Daemon", "DaemonOptions"]
 
@@ -119,6 +126,10 @@ class DaemonOptions:
     notify: NotifyRun | None = None
     #: Where to serve /metrics, /healthz and /readyz (host, port; port 0: any); None: nowhere.
     listen: tuple[str, int] | None = None
+    #: Where to serve the dashboard (host, port; port 0: any); None: nowhere.
+    web: tuple[str, int] | None = None
+    #: The token the dashboard requires (``--web-token-file``); None: loopback only.
+    web_token: str | None = None
 
 
 class Daemon:
@@ -144,6 +155,8 @@ class Daemon:
         self.stopping = False
         self.port: int | None = None
         """The port /metrics is served on, once it is."""
+        self.web_port: int | None = None
+        """The port the dashboard is served on, once it is."""
 
     async def run(self, stop: asyncio.Event) -> None:
         options = self.options
@@ -161,9 +174,12 @@ class Daemon:
             raise
         self.archive = archive
         runner = None
+        dashboard: embedding.Dashboard | None = None
         try:
             if options.listen is not None:
                 runner = await self._serve(*options.listen)
+            if options.web is not None:
+                dashboard = await self._dashboard(*options.web)
             if options.clock == "server":
                 server_clock = ServerClock(api)
                 await server_clock.sync()
@@ -180,6 +196,8 @@ class Daemon:
                 await self._record(stop)
         finally:
             self.stopping = True
+            if dashboard is not None:
+                await dashboard.stop()
             if runner is not None:
                 await runner.cleanup()
             await asyncio.to_thread(archive.close)
@@ -203,6 +221,20 @@ class Daemon:
         self.port = endpoints.bound_port(runner)
         log.info("serving /metrics, /healthz and /readyz on %s:%d", host, self.port)
         return runner
+
+    async def _dashboard(self, host: str, port: int) -> embedding.Dashboard:
+        from kubemedic.web import embedding  # noqa: PLC0415 - the web stack only with --web
+
+        assert self.archive is not None
+        dashboard = await embedding.start(
+            self.archive,
+            host=host,
+            port=port,
+            token=self.options.web_token,
+            cluster=self.cluster,
+        )
+        self.web_port = dashboard.port
+        return dashboard
 
     def healthy(self) -> str | None:
         """The liveness probe's answer (None: alive)."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import orjson
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from kubemedic.incidents import Incident
@@ -154,7 +156,7 @@ def findings(
     )
 
 
-def _brief(incident: Incident) -> dict[str, Any]:
+def _brief(incident: Incident, related: int) -> dict[str, Any]:
     """An incident without its timeline, findings, signals, cause, follow-ups and related links
     (a list's row: ``/incidents/{id}`` has the rest)."""
     return {
@@ -175,7 +177,7 @@ def _brief(incident: Incident) -> dict[str, Any]:
         "workloads": list(incident.workloads),
         "culprits": list(incident.culprits),
         "harmed": list(incident.harmed),
-        "relatedCount": len(incident.related),
+        "relatedCount": related,
     }
 
 
@@ -194,16 +196,30 @@ def incidents(
     page, following = read.incident_page(
         chosen, open_only=state == "open", limit=limit, token=token
     )
-    return PageModel.model_validate({"items": [_brief(i) for i in page], "continue": following})
+    return PageModel.model_validate(
+        {
+            "items": [_brief(i, read.related_count(chosen, i)) for i in page],
+            "continue": following,
+        }
+    )
 
 
-@router.get("/incidents/{incident_id}", summary="One incident: timeline, evidence, related")
-def incident(incident_id: str, read: ReaderDep, cluster: Cluster = None) -> dict[str, Any]:
+@router.get(
+    "/incidents/{incident_id}",
+    summary="One incident: timeline, evidence, related",
+    response_class=JSONResponse,
+    responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}},
+)
+def incident(incident_id: str, read: ReaderDep, cluster: Cluster = None) -> Response:
     chosen = read.cluster(cluster)
     found = read.incident(chosen, incident_id)
     document = found.to_json()
-    document["relatedIncidents"] = [_brief(other) for other in read.related(chosen, found)]
-    return document
+    document["relatedIncidents"] = [
+        _brief(other, read.related_count(chosen, other)) for other in read.related(chosen, found)
+    ]
+    # Already plain JSON values: written at once (an incident of a busy pool lists thousands
+    # of related ones, which FastAPI's encoder would walk value by value).
+    return Response(orjson.dumps(document), media_type="application/json")
 
 
 @router.get("/nodes", summary="Nodes: repair state and memory/CPU commitment")
@@ -212,12 +228,17 @@ def nodes(read: ReaderDep, cluster: Cluster = None) -> dict[str, Any]:
     return {"items": node_overview(read, chosen)}
 
 
-def node_overview(read: Reader, cluster: str) -> list[dict[str, Any]]:
-    """Every node the archive knows, with its repair state and latest commitment."""
+def node_overview(
+    read: Reader, cluster: str, latest: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Every node the archive knows, with its repair state and latest commitment (``latest``:
+    ``browsing.latest_commitment``'s rows, when the caller has them already)."""
     names = read.read("node_names", cluster)
     states = {row["node"]: row for row in read.archive.node_states(cluster)}
+    if latest is None:
+        latest = read.read("latest_commitment", cluster)
     commitment: dict[str, dict[str, Any]] = {}
-    for row in read.read("latest_commitment", cluster):
+    for row in latest:
         entry = commitment.setdefault(row["node"], {"pool": row["pool"]})
         entry[row["resource"]] = {
             "requestsPercent": row["requestsPercent"],

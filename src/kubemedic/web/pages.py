@@ -104,14 +104,14 @@ def _rank(state: str) -> int:
 def overview(request: Request, cluster: Cluster = None) -> HTMLResponse:
     read = reader(request)
     chosen = read.cluster(cluster)
-    nodes = node_overview(read, chosen)
+    commitment = read.read("latest_commitment", chosen)
+    nodes = node_overview(read, chosen, commitment)
     states = {node["name"]: node["state"] for node in nodes}
     counts = Counter(states.values())
     by_state = sorted(
         counts.items(),
         key=lambda item: _STATE_ORDER.index(item[0]) if item[0] in _STATE_ORDER else 99,
     )
-    commitment = read.read("latest_commitment", chosen)
     incidents = read.incidents(chosen)
     open_ids = {i.id for i in read.open_incidents(chosen, incidents)}
     return _render(
@@ -176,7 +176,7 @@ def node(request: Request, name: str, cluster: Cluster = None) -> HTMLResponse:
         node=detail,
         ladder=[(rung, rung == step) for rung in LADDER],
         chart=charts.conditions_chart(raw, read.now(chosen)),
-        incidents=[read.incident(chosen, i) for i in detail["incidents"]],
+        incidents=[read.incident(chosen, i, linked=False) for i in detail["incidents"]],
     )
 
 

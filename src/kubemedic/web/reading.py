@@ -4,21 +4,26 @@ The archive is only read (``transaction(write=False)``). Incidents are grouped f
 archive of one cluster as ``kubemedic incidents`` groups them (so an id means the same incident
 there and here) and kept in memory until ``browsing.version`` says a row they are made of
 changed (looked at no more often than every ``INCIDENTS_FRESH`` seconds); their list is then
-paged in memory by the same keyset rule as the tables (newest start first, then id).
+paged in memory by the same keyset rule as the tables (newest start first, then id). Related
+incidents are worked out per incident when one is shown (``linking.Links``; the last
+``LINKED_KEPT`` are kept): every incident of a busy pool relates to every other, and linking all
+10,000 incidents of an archive would make twenty million links nobody reads.
 
 Times go out as RFC 3339 in UTC (``2023-02-01T19:40:00Z``, microseconds when there are some).
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from kubemedic.incidents import DEFAULT_WINDOW, Incident
+from kubemedic.incidents import DEFAULT_WINDOW, Incident, linking
 from kubemedic.incidents import archive as incident_archive
 from kubemedic.model import objects, timing
 from kubemedic.model.durations import parse_seconds
@@ -63,7 +68,12 @@ def shaped(row: Mapping[str, Any]) -> dict[str, Any]:
 class _Cached:
     version: tuple[Any, ...]
     incidents: list[Incident]
+    """Newest start first, without their related links."""
+    links: linking.Links
     by_id: dict[str, Incident] = field(default_factory=dict)
+    positions: dict[str, int] = field(default_factory=dict)
+    """Each id's position in ``links.incidents``."""
+    linked: OrderedDict[str, Incident] = field(default_factory=OrderedDict)
     built: float = 0.0
 
 
@@ -71,6 +81,8 @@ class Reader:
     """Read-only access to one open archive for the API and the pages (thread-safe)."""
 
     CLUSTERS_TTL: Final = 30.0
+    LINKED_KEPT: Final = 256
+    """Incidents kept with their related links worked out (most recently shown)."""
     INCIDENTS_FRESH: Final = 10.0
     """Seconds a grouping of incidents is served after the archive changed: a recorder writing
     every second would otherwise have them grouped again on every request."""
@@ -148,14 +160,38 @@ class Reader:
     # -- incidents ----------------------------------------------------------------------------
 
     def incidents(self, cluster: str) -> list[Incident]:
-        """The cluster's incidents, newest start first."""
+        """The cluster's incidents, newest start first, without their related links (ask
+        ``incident`` or ``related_count``)."""
         return self._cached(cluster).incidents
 
-    def incident(self, cluster: str, incident_id: str) -> Incident:
-        found = self._cached(cluster).by_id.get(incident_id)
+    def incident(self, cluster: str, incident_id: str, *, linked: bool = True) -> Incident:
+        """One incident, with its related links unless ``linked`` is false."""
+        cached = self._cached(cluster)
+        found = cached.by_id.get(incident_id)
         if found is None:
             raise NotFound(f"no incident {incident_id!r} in cluster {cluster!r}")
-        return found
+        if not linked:
+            return found
+        with self._lock:
+            known = cached.linked.get(incident_id)
+            if known is not None:
+                cached.linked.move_to_end(incident_id)
+                return known
+        known = replace(found, related=cached.links.related(cached.positions[incident_id]))
+        with self._lock:
+            cached.linked[incident_id] = known
+            while len(cached.linked) > self.LINKED_KEPT:
+                cached.linked.popitem(last=False)
+        return known
+
+    def related_count(self, cluster: str, incident: Incident) -> int:
+        """How many incidents ``incident`` is related to (without linking them)."""
+        cached = self._cached(cluster)
+        position = cached.positions.get(incident.id)
+        if position is None:
+            return len(incident.related)
+        with self._lock:  # Links memoizes its counts
+            return cached.links.count(position)
 
     def _cached(self, cluster: str) -> _Cached:
         with self._lock:
@@ -167,10 +203,18 @@ class Reader:
             cached.built = time.monotonic()
             return cached
         with self.archive.failures():
-            built = incident_archive.incidents(self.archive.engine, cluster=cluster)
+            built = incident_archive.incidents(self.archive.engine, cluster=cluster, linked=False)
+        links = linking.Links(built)
+        _settle()
+        positions = {incident.id: index for index, incident in enumerate(built)}
         built.sort(key=lambda incident: (incident.start, incident.id), reverse=True)
         cached = _Cached(
-            version, built, {incident.id: incident for incident in built}, time.monotonic()
+            version,
+            built,
+            links,
+            {incident.id: incident for incident in built},
+            positions,
+            built=time.monotonic(),
         )
         with self._lock:
             self._incidents[cluster] = cached
@@ -208,6 +252,20 @@ class Reader:
 
     def node_incidents(self, cluster: str, node: str) -> list[Incident]:
         return [i for i in self.incidents(cluster) if node in i.nodes]
+
+
+def _settle() -> None:
+    """Leave the incidents just built out of the collector's full passes.
+
+    Ten thousand incidents are millions of objects that live until the next grouping; every
+    full pass of the cyclic collector walked them all (a second, in the middle of some
+    request). They hold no cycles, so refcounting frees them: what was alive is moved to the
+    permanent generation (``gc.freeze``), after the previous freeze is undone and a full pass
+    has collected what died since, so nothing stays frozen beyond one grouping.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def _incident_token(incident: Incident) -> str:

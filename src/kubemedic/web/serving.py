@@ -39,27 +39,36 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_listen(host: str, token: str | None) -> None:
-    """Refuse a non-loopback ``host`` without a token (``WebError``)."""
+def check_listen(
+    host: str,
+    token: str | None,
+    *,
+    flag: str = "--host",
+    file_flag: str = "--token-file",
+    example: str = "--host 127.0.0.1",
+) -> None:
+    """Refuse a non-loopback ``host`` without a token (``WebError`` naming ``flag``, and
+    ``file_flag`` as the way out: ``kubemedic run`` names its ``--web`` flags)."""
     if token is None and not is_loopback(host):
         raise WebError(
-            f"--host {host[:200]!r} is not a loopback address: the dashboard listens beyond "
-            "this machine only with a token (--token-file FILE); or use --host 127.0.0.1"
+            f"{flag} {host[:200]!r} is not a loopback address: the dashboard listens beyond "
+            f"this machine only with a token ({file_flag} FILE); or use {example}"
         )
 
 
-def read_token(path: Path) -> str:
-    """The token in ``path`` (first line, stripped); ``WebError`` if unreadable or short."""
+def read_token(path: Path, *, flag: str = "--token-file") -> str:
+    """The token in ``path`` (first line, stripped); ``WebError`` naming ``flag`` if it is
+    unreadable or short."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         reason = getattr(error, "strerror", None) or "not UTF-8 text"
-        raise WebError(f"--token-file {path}: cannot read it ({reason})") from None
+        raise WebError(f"{flag} {path}: cannot read it ({reason})") from None
     lines = text.splitlines()
     token = lines[0].strip() if lines else ""
     if len(token) < MIN_TOKEN:
         raise WebError(
-            f"--token-file {path}: the token (its first line) must be at least {MIN_TOKEN} "
+            f"{flag} {path}: the token (its first line) must be at least {MIN_TOKEN} "
             f"characters; it has {len(token)}"
         )
     return token

@@ -18,9 +18,11 @@ from kubemedic.cli import app
 from kubemedic.model.view import ClusterView
 from kubemedic.recommend.archived import recommend_from_archive, workload_of
 from kubemedic.recommend.policy import Recommendation, Settings
+from kubemedic.store import usage
 from kubemedic.store.db import Archive
+from kubemedic.store.writer import Batch
 from tests.factories import container, deployment
-from tests.recommend.archived import GI, HUB_NEXT, HUB_POD, MI, WORKER, fill
+from tests.recommend.archived import CLUSTER, GI, HUB_NEXT, HUB_POD, MI, WORKER, fill, sample
 from tests.recommend.builders import daemonset
 
 runner = CliRunner()
@@ -255,3 +257,24 @@ def test_a_missing_archive_exits_2(tmp_path: Path) -> None:
 def test_a_workload_is_named_by_its_deployment_not_by_its_pods(db: Path) -> None:
     [worker] = as_json("--db", str(db), "--workload", "deployment/dask-worker")
     assert worker["name"] == "dask-worker" and WORKER not in worker["workload"]
+
+
+def test_a_workloads_pods_are_read_by_name_on_both_databases(archive_url: str) -> None:
+    # Pods named after "hub" (and some that only look alike), beside the filled archive's.
+    fill(archive_url)
+    names = ["hub", "hub-5d8f7c9b4-aaaaa", "hub-api-7f9c-bbbbb", "hubx-1", "hu", "hub.x", "HUB-1"]
+    with Archive.open(archive_url, migrate=False) as archive:
+        archive.write(
+            Batch(CLUSTER, samples=[sample(n, "c", 500, cpu=1, memory=MI) for n in names])
+        )
+        read = {
+            s.pod
+            for s in usage.container_samples(archive, namespace="prod", named="hub")
+            if s.pod in names
+        }
+        found = by_workload(recommend_from_archive(archive, workload=("Deployment", "hub")))
+    # The superset the database gives: the name itself and every name-..., nothing else.
+    assert read == {"hub", "hub-5d8f7c9b4-aaaaa", "hub-api-7f9c-bbbbb"}
+    # Placed exactly: the hub Deployment's pods only (hub-api-... is another Deployment's).
+    assert set(found) == {"prod/Deployment/hub:hub"}
+    assert found["prod/Deployment/hub:hub"].samples == 40

@@ -117,6 +117,7 @@ def test_an_incident_page_sizes_the_workloads_it_harmed(tmp_path: Path) -> None:
             (i for i in listed if "prod/Deployment/hub" in i["harmed"]), key=lambda i: i["start"]
         )
         page = client.get("/incidents/" + latest["id"]).text
+        listing = client.get("/recommendations").text
         asked = client.get(
             "/api/v1/recommendations",
             params={"workload": "Deployment/hub", "namespace": "prod", "until": latest["end"]},
@@ -128,3 +129,25 @@ def test_an_incident_page_sizes_the_workloads_it_harmed(tmp_path: Path) -> None:
     current = hub["current"]["requests"]["memory"]
     assert shown == "2530Mi" and f"{current} → {shown}</td>" in box
     assert f"{hub['history']['samples']} samples" in box
+    involved = listing.split("Workloads the incidents involve")[1]
+    assert "/recommendations?namespace=prod&amp;workload=Deployment%2Fhub" in involved
+
+
+def test_more_samples_than_the_budget_ask_for_a_workload(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubemedic.web import rightsizing
+
+    monkeypatch.setattr(rightsizing, "SAMPLE_BUDGET", 10)
+    rightsizing.forget()
+    response = client.get("/api/v1/recommendations", params={"namespace": "prod", **WINDOW})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert "the namespace prod holds" in error and "usage samples" in error
+    assert "kubemedic recommend -n prod" in error
+    # One workload is always sized, whatever the namespace holds.
+    (hub,) = _items(client, namespace="prod", workload="Deployment/hub")
+    assert hub["recommended"]["requests"]["memory"] == "2530Mi"
+    page = client.get("/recommendations", params=WINDOW)
+    assert page.status_code == 200
+    assert 'class="too-many"' in page.text and "the cluster leap holds" in page.text

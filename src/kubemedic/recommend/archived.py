@@ -18,6 +18,7 @@ or the request an eviction message gave (the archive keeps no CPU requests).
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -89,7 +90,14 @@ def recommend_from_archive(
     container. ``current`` overrides the archive's knowledge of the specs (see the module);
     ``view`` (a snapshot's or a live scan's) places the pods the archive knows no owner of,
     and gives ``current`` when it is not passed."""
-    owners = usage.pod_owners(archive, cluster=cluster, namespace=namespace)
+    named = workload[1] if workload is not None else None
+    stream = usage.container_samples(
+        archive, cluster=cluster, namespace=namespace, since=since, until=until, named=named
+    )
+    first = next(stream, None)
+    if first is None:
+        return []  # nothing to size: the owners, kills and specs need not be read
+    owners = usage.pod_owners(archive, cluster=cluster, namespace=namespace, named=named)
     by_view = None if view is None else placing.placer(view)
     if view is not None and current is None:
         current = placing.from_view(view)
@@ -105,19 +113,19 @@ def recommend_from_archive(
             return found
         return None
 
-    for sample in usage.container_samples(
-        archive, cluster=cluster, namespace=namespace, since=since, until=until
-    ):
+    for sample in itertools.chain((first,), stream):
         where = place(sample.cluster, sample.namespace, sample.pod)
         if where is None:
             continue
         gathered[(sample.cluster, sample.namespace, *where, sample.container)].samples.append(
             Usage(sample.pod, sample.at, sample.cpu_millicores, sample.memory_bytes)
         )
+    if not gathered:
+        return []
     _add_kills(
         archive, gathered, place, cluster=cluster, namespace=namespace, since=since, until=until
     )
-    _add_specs(archive, gathered, place, cluster=cluster, namespace=namespace)
+    _add_specs(archive, gathered, place, cluster=cluster, namespace=namespace, named=named)
     found: list[Recommendation] = []
     for (cluster_name, ns, kind, name, container), seen in sorted(
         gathered.items(), key=lambda item: item[0]
@@ -182,8 +190,9 @@ def _add_specs(
     *,
     cluster: str | None,
     namespace: str | None,
+    named: str | None,
 ) -> None:
-    for spec in usage.memory_specs(archive, cluster=cluster, namespace=namespace):
+    for spec in usage.memory_specs(archive, cluster=cluster, namespace=namespace, named=named):
         where = place(spec.cluster, spec.namespace, spec.pod)
         if where is None:
             continue

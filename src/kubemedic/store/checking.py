@@ -94,6 +94,10 @@ _SPECS: Final[dict[str, tuple[tuple[str, tuple[type, ...], bool, str, bool], ...
     )
     for table in schema.metadata.sorted_tables
 }
+_BY_NAME: Final[dict[str, dict[str, tuple[tuple[type, ...], bool, str, bool]]]] = {
+    table: {name: (allowed, nullable, what, time) for name, allowed, nullable, what, time in specs}
+    for table, specs in _SPECS.items()
+}
 _KEYS: Final[dict[str, tuple[str, ...]]] = {
     table.name: tuple(column.name for column in table.primary_key.columns)
     for table in schema.metadata.sorted_tables
@@ -122,11 +126,12 @@ def expected(table: str, row: Mapping[Any, Any], column: str, what: str, value: 
 def check(table: str, row: Row) -> Row:
     """``row`` (of ``table``) when every column it has holds a value of that column's type;
     raises ``RowError`` otherwise. Columns the row lacks (a query's selection) are skipped."""
-    for name, allowed, nullable, what, time in _SPECS[table]:
-        try:
-            value = row[name]
-        except KeyError:
+    specs = _BY_NAME[table]
+    for name, value in row.items():  # the row's own columns: a missing key costs an exception
+        spec = specs.get(name)
+        if spec is None:
             continue
+        allowed, nullable, what, time = spec
         kind = type(value)
         if kind in allowed:
             if time and not _LATEST >= value >= _EARLIEST:

@@ -13,6 +13,11 @@ container's memory request and limit at that moment, and an eviction the request
 container the kubelet named; ``memory_specs`` returns them oldest first, so the last one per
 container is the newest spec the archive knows.
 
+Each reader takes ``named``: only pods called that or named after it (``named-...``, as every
+controller names its pods: a ReplicaSet's ``hub-5d8f7c9b4-x7k2p``, a StatefulSet's ``db-0``), a
+superset of one workload's pods the caller narrows down, read off the indexes leading with
+cluster, namespace and pod (on SQLite as a byte range, exact under its BINARY collation).
+
 Parameterised SQLAlchemy Core, the same on SQLite and PostgreSQL; times in and out are
 timezone-aware UTC datetimes.
 """
@@ -24,12 +29,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 
 from kubemedic.store import checking, schema
 from kubemedic.store.queries import Source
 
-__all__ = ["ContainerSample", "MemorySpec", "container_samples", "memory_specs", "pod_owners"]
+__all__ = [
+    "ContainerSample",
+    "MemorySpec",
+    "container_samples",
+    "count_samples",
+    "memory_specs",
+    "pod_owners",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +91,33 @@ def _when(seconds: float | None) -> datetime | None:
         return None
 
 
-def _scope(table: Any, *, cluster: str | None, namespace: str | None) -> list[ColumnElement[bool]]:
+def _scope(
+    table: Any,
+    *,
+    cluster: str | None,
+    namespace: str | None,
+    named: str | None = None,
+    column: str = "pod",
+    dialect: str = "",
+) -> list[ColumnElement[bool]]:
     found: list[ColumnElement[bool]] = []
     if cluster is not None:
         found.append(table.c.cluster == cluster)
     if namespace:
         found.append(table.c.namespace == namespace)
+    if named:
+        pod = table.c[column]
+        if dialect == "sqlite":  # "-" + 1 is ".": [named-, named.) is every named-...
+            after = and_(pod >= named + "-", pod < named + ".")
+        else:
+            escaped = named.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            after = pod.like(escaped + "-%", escape="\\")
+        found.append(or_(pod == named, after))
     return found
+
+
+def _dialect(source: Source) -> str:
+    return str(_engine(source).dialect.name)
 
 
 def container_samples(
@@ -95,12 +127,20 @@ def container_samples(
     namespace: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    named: str | None = None,
 ) -> Iterator[ContainerSample]:
     """Every pod container's sample in the window, by namespace, pod, container and time."""
     m = schema.metric_samples.c
     filters = [
         m.kind == "pod",
-        *_scope(schema.metric_samples, cluster=cluster, namespace=namespace),
+        *_scope(
+            schema.metric_samples,
+            cluster=cluster,
+            namespace=namespace,
+            named=named,
+            column="name",
+            dialect=_dialect(source),
+        ),
     ]
     if since is not None:
         filters.append(m.at >= _epoch(since))
@@ -128,8 +168,35 @@ def container_samples(
             )
 
 
+def count_samples(
+    source: Source,
+    *,
+    cluster: str | None = None,
+    namespace: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> int:
+    """How many pod container samples ``container_samples`` would read (off the primary key:
+    cluster, kind, namespace)."""
+    m = schema.metric_samples.c
+    filters = [
+        m.kind == "pod",
+        *_scope(schema.metric_samples, cluster=cluster, namespace=namespace),
+    ]
+    if since is not None:
+        filters.append(m.at >= _epoch(since))
+    if until is not None:
+        filters.append(m.at <= _epoch(until))
+    with _engine(source).connect() as connection:
+        return int(connection.execute(select(func.count()).where(*filters)).scalar() or 0)
+
+
 def pod_owners(
-    source: Source, *, cluster: str | None = None, namespace: str | None = None
+    source: Source,
+    *,
+    cluster: str | None = None,
+    namespace: str | None = None,
+    named: str | None = None,
 ) -> dict[tuple[str, str, str], tuple[str, str]]:
     """``(cluster, namespace, pod) -> (owner kind, owner name)`` for every pod an archived
     termination or eviction names with an owner."""
@@ -142,7 +209,13 @@ def pod_owners(
                 .where(
                     c.owner_kind != "",
                     c.owner_name != "",
-                    *_scope(table, cluster=cluster, namespace=namespace),
+                    *_scope(
+                        table,
+                        cluster=cluster,
+                        namespace=namespace,
+                        named=named,
+                        dialect=_dialect(source),
+                    ),
                 )
                 .distinct()
             )
@@ -154,7 +227,11 @@ def pod_owners(
 
 
 def memory_specs(
-    source: Source, *, cluster: str | None = None, namespace: str | None = None
+    source: Source,
+    *,
+    cluster: str | None = None,
+    namespace: str | None = None,
+    named: str | None = None,
 ) -> list[MemorySpec]:
     """The memory request and limit of every archived termination, and the request of every
     evicted container the kubelet named, oldest first (undated ones first)."""
@@ -172,7 +249,13 @@ def memory_specs(
         t.finished_at,
     ).where(
         (t.memory_request.is_not(None)) | (t.memory_limit.is_not(None)),
-        *_scope(schema.terminations, cluster=cluster, namespace=namespace),
+        *_scope(
+            schema.terminations,
+            cluster=cluster,
+            namespace=namespace,
+            named=named,
+            dialect=_dialect(source),
+        ),
     )
     evicted = select(
         v.cluster, v.namespace, v.pod, v.container, v.owner_kind, v.owner_name, v.request, v.at
@@ -180,7 +263,13 @@ def memory_specs(
         v.resource == "memory",
         v.container != "",
         v.request.is_not(None),
-        *_scope(schema.evictions, cluster=cluster, namespace=namespace),
+        *_scope(
+            schema.evictions,
+            cluster=cluster,
+            namespace=namespace,
+            named=named,
+            dialect=_dialect(source),
+        ),
     )
     with _engine(source).connect() as connection:
         for row in connection.execute(kills).mappings():

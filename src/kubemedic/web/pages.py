@@ -271,14 +271,27 @@ def recommendations(
 ) -> HTMLResponse:
     read = reader(request)
     chosen = read.cluster(cluster)
-    items, start, end = rightsizing.recommendations(
-        read,
-        chosen,
-        namespace=namespace or None,
-        workload=rightsizing.parse_workload(workload),
-        since=read.moment("since", since, chosen),
-        until=read.moment("until", until, chosen),
-    )
+    wanted = rightsizing.parse_workload(workload)
+    start, end = read.moment("since", since, chosen), read.moment("until", until, chosen)
+    too_many = ""
+    try:
+        items, start, end = rightsizing.recommendations(
+            read, chosen, namespace=namespace or None, workload=wanted, since=start, until=end
+        )
+    except rightsizing.TooMany as error:
+        items, too_many = [], str(error)
+    # The workloads the incidents name, newest first: where a person starts.
+    involved: dict[str, None] = {}
+    for found in read.incidents(chosen):
+        for key in (*found.culprits, *found.harmed):
+            if key.count("/") == 2 and len(involved) < 30:
+                involved.setdefault(key)
+    given = {"cluster": chosen} if len(read.clusters()) > 1 else {}
+    links = [
+        (key, "/recommendations?" + urlencode({**given, "namespace": key.split("/")[0],
+                                               "workload": key.split("/", 1)[1]}))
+        for key in involved
+    ]  # fmt: skip
     return _render(
         request,
         "recommendations.html",
@@ -288,4 +301,6 @@ def recommendations(
         rows=_sizing_rows(items),
         since=as_time(start),
         until=as_time(end),
+        too_many=too_many,
+        involved=links,
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final
 
@@ -24,14 +25,28 @@ from fastapi import APIRouter, Query
 
 from kubemedic.incidents import Incident
 from kubemedic.recommend import archived, policy, rendering
-from kubemedic.store import browsing
+from kubemedic.store import browsing, usage
 from kubemedic.web.api import Cluster, ReaderDep, Since
 from kubemedic.web.reading import Reader, as_time
 
-__all__ = ["DEFAULT_HISTORY", "for_incident", "parse_workload", "recommendations", "router"]
+__all__ = [
+    "DEFAULT_HISTORY",
+    "SAMPLE_BUDGET",
+    "TooMany",
+    "for_incident",
+    "forget",
+    "parse_workload",
+    "recommendations",
+    "router",
+]
 
 DEFAULT_HISTORY: Final = timedelta(days=14)
 """How far back a recommendation reads when no ``since`` is given."""
+
+SAMPLE_BUDGET: Final = 15_000
+"""Samples a request may size at once without a workload (reading and sizing them takes about
+1.4 s per 100,000 on a 2-core machine, bench/web.py): above it the answer asks for a workload, a
+namespace or a shorter window, and ``kubemedic recommend`` sizes any amount."""
 
 MAX_WORKLOADS: Final = 5
 """Workloads an incident page sizes at most (culprits first, then the harmed)."""
@@ -39,8 +54,15 @@ MAX_WORKLOADS: Final = 5
 router = APIRouter(prefix="/api/v1", tags=["archive"])
 
 _lock = threading.Lock()
-_cache: dict[tuple[Any, ...], tuple[float, list[dict[str, Any]]]] = {}
+_Kept = dict[tuple[Any, ...], tuple[float, list[dict[str, Any]]]]
+_caches: weakref.WeakKeyDictionary[Reader, _Kept] = weakref.WeakKeyDictionary()
+"""Answers kept per reader (one per dashboard), by cluster, namespace, workload and window."""
 _CACHE_MAX: Final = 256
+
+
+class TooMany(browsing.PageError):
+    """More samples than a request sizes at once (``SAMPLE_BUDGET``); the message says what
+    to narrow."""
 
 
 def parse_workload(text: str | None) -> tuple[str, str] | None:
@@ -53,6 +75,12 @@ def parse_workload(text: str | None) -> tuple[str, str] | None:
             f"workload {text[:200]!r}: expected KIND/NAME such as Deployment/hub"
         )
     return kind, name
+
+
+def forget() -> None:
+    """Drop every kept answer (the next request reads the archive again)."""
+    with _lock:
+        _caches.clear()
 
 
 def _moment(seconds: float | None) -> datetime | None:
@@ -72,12 +100,28 @@ def recommendations(
     workload containers in the window, with the window's ``(since, until)`` epoch seconds."""
     end = until if until is not None else read.now(cluster)
     start = since if since is not None else end - DEFAULT_HISTORY.total_seconds()
-    key = (id(read), cluster, namespace or "", workload, round(start), round(end))
+    key = (cluster, namespace or "", workload, round(start), round(end))
     now = time.monotonic()
     with _lock:
-        cached = _cache.get(key)
+        cached = _caches.setdefault(read, {}).get(key)
         if cached is not None and now - cached[0] < Reader.INCIDENTS_FRESH:
             return cached[1], start, end
+    if workload is None:
+        count = usage.count_samples(
+            read.archive,
+            cluster=cluster,
+            namespace=namespace or None,
+            since=_moment(start),
+            until=_moment(end),
+        )
+        if count > SAMPLE_BUDGET:
+            scope = f"namespace {namespace}" if namespace else f"cluster {cluster}"
+            raise TooMany(
+                f"the {scope} holds {count:,} usage samples in this window, more than the "
+                f"dashboard sizes at once ({SAMPLE_BUDGET:,}): choose a workload "
+                "(workload=KIND/NAME), a namespace or a shorter window (since), or run "
+                f"`kubemedic recommend{' -n ' + namespace if namespace else ''}`"
+            )
     found = archived.recommend_from_archive(
         read.archive,
         cluster=cluster,
@@ -88,9 +132,10 @@ def recommendations(
     )
     shaped = [rendering.recommendation_json(item) for item in found]
     with _lock:
-        if len(_cache) >= _CACHE_MAX:
-            _cache.clear()
-        _cache[key] = (now, shaped)
+        kept = _caches.setdefault(read, {})
+        if len(kept) >= _CACHE_MAX:
+            kept.clear()
+        kept[key] = (now, shaped)
     return shaped, start, end
 
 

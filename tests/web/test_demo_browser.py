@@ -88,6 +88,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
         if process.poll() is None:
             process.kill()
             process.wait()
+        reader.join(timeout=10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
 
 
 @pytest.fixture(scope="module")

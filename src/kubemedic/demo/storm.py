@@ -20,7 +20,7 @@ import ssl
 import sys
 import urllib.error
 import urllib.request
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +178,10 @@ async def _drift(stage: Stage, run: scenarios.ScenarioRun, kubeconfig: Path) -> 
     return str(pinned.get("live"))
 
 
+def _seconds(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def _application(run: scenarios.ScenarioRun) -> str:
     registry = run.sim.server.registry
     resource = registry.for_kind("argoproj.io/v1alpha1", "Application")
@@ -237,6 +241,13 @@ def _storm(stage: Stage, run: scenarios.ScenarioRun) -> tuple[str, str]:
         "what it did",
         f"{moment(revert['at'])} {revert['reason']} ({revert['outcome']}): {revert['message']}",
     )
+    if failed:
+        after = _seconds(failed[-1]) - float(revert["at"])
+        teller.item(
+            "the storm stopped",
+            f"the last rejected pod was created at {moment(failed[-1])}, {max(after, 0):.0f} s "
+            "of cluster time after the revert (the rollout replaced the pinned ReplicaSet)",
+        )
     patch = json.dumps(revert.get("patch") or [])
     teller.item("the patch", f"{patch} (the first operation makes it fail if anyone wrote since)")
     wanted = (deployment.get("spec") or {}).get("replicas")

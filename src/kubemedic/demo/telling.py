@@ -104,12 +104,18 @@ class Teller:
             self.console.print(line, soft_wrap=True)
 
     def summary(self, rows: Sequence[Row]) -> None:
-        table = Table(title="What happened, what kubemedic saw, what it did", show_lines=True)
+        table = Table(
+            title="What happened, what kubemedic saw, what it did", show_lines=True, expand=True
+        )
         table.title_justify = "left"
-        table.add_column("Incident", ratio=2)
+        table.add_column("Incident", ratio=3)
         table.add_column("What kubemedic saw", ratio=3)
         table.add_column("What it did (or held back)", ratio=4)
         for row in rows:
             table.add_row(row.incident, row.saw, row.did)
         self.console.print()
-        self.console.print(table, width=max(self.console.width, WIDTH))
+        # A terminal's width is the reader's; a file or pipe gets the other tables' width.
+        shown = self.console
+        if not shown.is_terminal:
+            shown = Console(file=shown.file, width=WIDTH, color_system=None)
+        shown.print(table)

@@ -9,7 +9,9 @@ running (SIGTERM, then SIGKILL after a grace period), newest first, so that no p
 the demo.
 
 Short commands (``kubemedic drift``, ``kubemedic nodes``...) run through :func:`command`, on the
-event loop, so a simulated API server the loop serves keeps answering them.
+event loop, so a simulated API server the loop serves keeps answering them. Every child is in
+its own process group, so a Ctrl-C on the terminal reaches the demo alone, and the demo stops
+them.
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ class Children:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                # Its own process group: a Ctrl-C reaches the demo alone, which then stops its
+                # children itself (instead of finding them dead and reporting it).
+                process_group=0,
             )
         child = Child(name, process, path)
         self.started.append(child)
@@ -163,6 +168,7 @@ async def command(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "COLUMNS": str(max(width, 100)), **(env or {})},
+        process_group=0,
     )
     try:
         out, err = await asyncio.wait_for(process.communicate(), timeout=300)

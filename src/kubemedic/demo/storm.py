@@ -148,9 +148,8 @@ async def _drift(stage: Stage, run: scenarios.ScenarioRun, kubeconfig: Path) -> 
     """At 4m30s: what happened so far, and ``kubemedic drift`` against Git. The pinned node."""
     teller = stage.teller
     teller.heading(f"[{clock(run.elapsed().total_seconds())}] What happened so far")
-    for step in run.steps:
-        if step.index >= 0:
-            teller.item(clock(step.elapsed.total_seconds()), step.text)
+    for step in _told(run):
+        teller.item(clock(step.elapsed.total_seconds()), step.text)
     application = _application(run)
     teller.item(
         "Argo CD",
@@ -176,6 +175,17 @@ async def _drift(stage: Stage, run: scenarios.ScenarioRun, kubeconfig: Path) -> 
         "a person, not the GitOps tool",
     )
     return str(pinned.get("live"))
+
+
+def _told(run: scenarios.ScenarioRun) -> list[Any]:
+    """The timeline's actions done so far, without its marks (notes written for a storm nobody
+    stops: "the storm is on" at 6m is not what happens here)."""
+    timeline = run.scenario.timeline
+    return [
+        step
+        for step in run.steps
+        if step.index >= 0 and getattr(timeline[step.index], "action", "") != "mark"
+    ]
 
 
 def _seconds(text: str) -> float:
@@ -206,8 +216,8 @@ def _storm(stage: Stage, run: scenarios.ScenarioRun) -> tuple[str, str]:
     """The storm as the cluster lived it and as the breaker decided it: (saw, did)."""
     teller = stage.teller
     teller.heading(f"[{clock(run.elapsed().total_seconds())}] The storm")
-    for step in run.steps:
-        if step.index >= 0 and step.elapsed >= PAUSE:
+    for step in _told(run):
+        if step.elapsed >= PAUSE:
             teller.item(clock(step.elapsed.total_seconds()), step.text)
     pods = [p for p in run.sim.objects("pods") if p["metadata"]["namespace"] == NAMESPACE]
     failed = sorted(

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kubemedic.cli._common import _fail, out_console, progress
+from kubemedic.cli._common import _fail, leave_at_once, out_console, progress
 
 __all__ = ["demo", "register"]
 
@@ -59,5 +59,8 @@ def demo(
     # A DemoError (a child died or never got ready) is a KubemedicError: main() prints it and
     # exits non-zero.
     status = demo_module.run(console=out_console(), options=options, progress=progress())
+    # Every child is stopped and the scratch directory gone: nothing is left to tidy but the
+    # simulations' objects, which the interpreter would free one by one for seconds.
+    leave_at_once()
     if status:
         raise typer.Exit(status)

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from kubemedic.store import schema
 from kubemedic.store.db import Archive
 from kubemedic.store.writer import Batch
+from kubemedic.web import pages
 from kubemedic.web.app import create_app
 from tests.store.rows import event
 from tests.web.filling import CLUSTER, EVENTS, PATCH
@@ -291,3 +292,11 @@ def test_an_incident_page_draws_its_timeline_and_links_the_same_cause(
     assert f'href="/incidents/{older["id"]}"' in page
     assert 'href="/nodes/core-2"' in page
     assert client.get("/incidents/inc-00000000").status_code == 404
+
+
+def test_a_quarantined_node_without_a_step_stands_on_the_quarantine_rung() -> None:
+    # kubemedic run records a finished quarantine with no step (the repair is over); the
+    # ladder must still show where the node stands.
+    assert pages.current_rung({"state": "quarantined", "step": None}) == "quarantine"
+    assert pages.current_rung({"state": "repairing", "step": "reboot"}) == "reboot"
+    assert pages.current_rung({"state": "healthy", "step": None}) == ""

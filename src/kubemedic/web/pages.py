@@ -27,7 +27,7 @@ from kubemedic.web import charts, rightsizing
 from kubemedic.web.api import Continue, node_detail, node_overview, reader
 from kubemedic.web.reading import Reader, as_time, window_of
 
-__all__ = ["LADDER", "environment", "router"]
+__all__ = ["LADDER", "current_rung", "environment", "router"]
 
 router = APIRouter(include_in_schema=False)
 
@@ -73,6 +73,15 @@ def _sizing_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
         rows.append({**item, "cells": cells})
     return rows
+
+
+def current_rung(state: dict[str, Any]) -> str:
+    """The ladder's rung a node's repair state stands on: its step, or for a quarantined node
+    (whose repair is over, so it has no step) the quarantine rung; "" for none."""
+    step = str(state.get("step") or "")
+    if not step and state.get("state") == "quarantined":
+        return "quarantine"
+    return step
 
 
 def _query(read: Reader, cluster: str) -> str:
@@ -166,8 +175,7 @@ def node(request: Request, name: str, cluster: Cluster = None) -> HTMLResponse:
     chosen = read.cluster(cluster)
     detail = node_detail(read, chosen, name)
     raw = read.read("node_transitions", chosen, name)
-    state = detail["state"] or {}
-    step = state.get("step") or ""
+    step = current_rung(detail["state"] or {})
     return _render(
         request,
         "node.html",

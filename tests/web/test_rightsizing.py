@@ -143,11 +143,11 @@ def test_more_samples_than_the_budget_ask_for_a_workload(
     response = client.get("/api/v1/recommendations", params={"namespace": "prod", **WINDOW})
     assert response.status_code == 400
     error = response.json()["error"]
-    assert "the namespace prod holds" in error and "usage samples" in error
+    assert "the namespace prod holds more usage samples" in error
     assert "kubemedic recommend -n prod" in error
     # One workload is always sized, whatever the namespace holds.
     (hub,) = _items(client, namespace="prod", workload="Deployment/hub")
     assert hub["recommended"]["requests"]["memory"] == "2530Mi"
     page = client.get("/recommendations", params=WINDOW)
     assert page.status_code == 200
-    assert 'class="too-many"' in page.text and "the cluster leap holds" in page.text
+    assert 'class="too-many"' in page.text and "the cluster leap holds more" in page.text

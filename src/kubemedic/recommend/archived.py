@@ -123,7 +123,14 @@ def recommend_from_archive(
     if not gathered:
         return []
     _add_kills(
-        archive, gathered, place, cluster=cluster, namespace=namespace, since=since, until=until
+        archive,
+        gathered,
+        place,
+        cluster=cluster,
+        namespace=namespace,
+        since=since,
+        until=until,
+        named=named,
     )
     _add_specs(archive, gathered, place, cluster=cluster, namespace=namespace, named=named)
     found: list[Recommendation] = []
@@ -154,9 +161,10 @@ def _add_kills(
     namespace: str | None,
     since: datetime | None,
     until: datetime | None,
+    named: str | None,
 ) -> None:
     found = queries.oom_report(
-        archive, cluster=cluster, namespace=namespace, since=since, until=until
+        archive, cluster=cluster, namespace=namespace, since=since, until=until, named=named
     )
     for entry in found:
         if entry.kind == "eviction" and entry.resource != "memory":
@@ -172,13 +180,13 @@ def _add_kills(
         # message's usage is the named container's only.
         for key, seen in gathered.items():
             if key[:4] == (entry.cluster, entry.namespace, *where):
-                named = key[4] == entry.container
+                this_one = key[4] == entry.container
                 seen.kills.append(
                     Kill(
                         KillKind.EVICTION,
                         entry.pod,
                         entry.time,
-                        usage=entry.usage if named else None,
+                        usage=entry.usage if this_one else None,
                     )
                 )
 

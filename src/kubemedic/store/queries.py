@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, Engine, func, or_, select, union
+from sqlalchemy import ColumnElement, Engine, and_, func, or_, select, union
 
 from kubemedic.store import checking, schema
 from kubemedic.store.records import EventRow
@@ -45,6 +45,7 @@ __all__ = [
     "newest_event_time",
     "oom_report",
     "parse_object",
+    "pods_named",
     "resolve_kind",
 ]
 
@@ -504,6 +505,18 @@ def _evictions(connection: Any, filters: list[ColumnElement[bool]]) -> list[OomE
     return found
 
 
+def pods_named(column: Any, named: str, dialect: str) -> ColumnElement[bool]:
+    """Pods called ``named`` or named after it (``named-...``, as every controller names its
+    pods: a superset of one workload's pods, read off an index leading with the pod's name; on
+    SQLite a byte range, exact under its BINARY collation, elsewhere a LIKE prefix)."""
+    if dialect == "sqlite":  # "-" + 1 is ".": [named-, named.) is every named-...
+        after = and_(column >= named + "-", column < named + ".")
+    else:
+        escaped = named.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        after = column.like(escaped + "-%", escape="\\")
+    return or_(column == named, after)
+
+
 def oom_report(
     source: Source,
     *,
@@ -512,11 +525,14 @@ def oom_report(
     until: datetime | None = None,
     namespace: str | None = None,
     node: str | None = None,
+    named: str | None = None,
 ) -> list[OomEntry]:
-    """OOM kills and kubelet evictions in time order (undated ones last)."""
+    """OOM kills and kubelet evictions in time order (undated ones last); ``named``: only of
+    pods called that or named after it (``pods_named``)."""
     t, v = schema.terminations.c, schema.evictions.c
     kill_filters = _window(t.finished_at, since, until)
     eviction_filters = _window(v.at, since, until)
+    dialect = _engine(source).dialect.name
     for table, filters in ((t, kill_filters), (v, eviction_filters)):
         if cluster is not None:
             filters.append(table.cluster == cluster)
@@ -524,6 +540,8 @@ def oom_report(
             filters.append(table.namespace == namespace)
         if node:
             filters.append(table.node == node)
+        if named:
+            filters.append(pods_named(table.pod, named, dialect))
     with _engine(source).connect() as connection:
         entries = _oom_kills(connection, kill_filters) + _evictions(connection, eviction_filters)
     far = datetime.max.replace(tzinfo=UTC)

@@ -29,17 +29,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, func, select
 
-from kubemedic.store import checking, schema
+from kubemedic.store import checking, queries, schema
 from kubemedic.store.queries import Source
 
 __all__ = [
     "ContainerSample",
     "MemorySpec",
     "container_samples",
-    "count_samples",
     "memory_specs",
+    "more_samples_than",
     "pod_owners",
 ]
 
@@ -106,13 +106,7 @@ def _scope(
     if namespace:
         found.append(table.c.namespace == namespace)
     if named:
-        pod = table.c[column]
-        if dialect == "sqlite":  # "-" + 1 is ".": [named-, named.) is every named-...
-            after = and_(pod >= named + "-", pod < named + ".")
-        else:
-            escaped = named.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            after = pod.like(escaped + "-%", escape="\\")
-        found.append(or_(pod == named, after))
+        found.append(queries.pods_named(table.c[column], named, dialect))
     return found
 
 
@@ -168,16 +162,17 @@ def container_samples(
             )
 
 
-def count_samples(
+def more_samples_than(
+    limit: int,
     source: Source,
     *,
     cluster: str | None = None,
     namespace: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-) -> int:
-    """How many pod container samples ``container_samples`` would read (off the primary key:
-    cluster, kind, namespace)."""
+) -> bool:
+    """Whether ``container_samples`` would read more than ``limit`` samples (it stops counting
+    there, so a huge archive answers as fast as a small one)."""
     m = schema.metric_samples.c
     filters = [
         m.kind == "pod",
@@ -187,8 +182,9 @@ def count_samples(
         filters.append(m.at >= _epoch(since))
     if until is not None:
         filters.append(m.at <= _epoch(until))
+    some = select(m.at).where(*filters).limit(limit + 1).subquery()
     with _engine(source).connect() as connection:
-        return int(connection.execute(select(func.count()).where(*filters)).scalar() or 0)
+        return int(connection.execute(select(func.count()).select_from(some)).scalar() or 0) > limit
 
 
 def pod_owners(

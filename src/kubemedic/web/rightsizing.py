@@ -107,17 +107,18 @@ def recommendations(
         if cached is not None and now - cached[0] < Reader.INCIDENTS_FRESH:
             return cached[1], start, end
     if workload is None:
-        count = usage.count_samples(
+        over = usage.more_samples_than(
+            SAMPLE_BUDGET,
             read.archive,
             cluster=cluster,
             namespace=namespace or None,
             since=_moment(start),
             until=_moment(end),
         )
-        if count > SAMPLE_BUDGET:
+        if over:
             scope = f"namespace {namespace}" if namespace else f"cluster {cluster}"
             raise TooMany(
-                f"the {scope} holds {count:,} usage samples in this window, more than the "
+                f"the {scope} holds more usage samples in this window than the "
                 f"dashboard sizes at once ({SAMPLE_BUDGET:,}): choose a workload "
                 "(workload=KIND/NAME), a namespace or a shorter window (since), or run "
                 f"`kubemedic recommend{' -n ' + namespace if namespace else ''}`"

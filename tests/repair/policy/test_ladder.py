@@ -188,6 +188,11 @@ def test_a_blocked_drain_is_reported_with_the_blocking_pods_and_waits() -> None:
     listed = acting(drain=replace(SETTINGS.drain, delete_after_timeout=("best-effort",)))
     forced = round_([sick], listed, now=T0 + 11 * MINUTE, repairs=repairs)
     assert acts(forced)[0].args["delete_classes"] == "best-effort"
+    # Asked again round after round, the drain stays one step of the ledger, open since the first.
+    blocked_again = {Action.DRAIN: {"blocking": "shop/web-1 (PDB web)"}}
+    again = execute(late, T0 + 11 * MINUTE, ok=False, data=blocked_again)
+    drains = [s for s in again["w7"].steps if s.action == "drain"]
+    assert len(drains) == 1 and drains[0].started == T0 and drains[0].finished is None
 
 
 def _machine(

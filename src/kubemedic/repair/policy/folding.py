@@ -89,6 +89,14 @@ def phase_at(repair: Repair, phase: str, now: datetime) -> Repair:
 
 
 def open_step(repair: Repair, action: Action, now: datetime) -> Repair:
+    """``repair`` with a step of ``action`` open: the last one when it is that action and still
+    open (a drain asked again each round while a budget blocks it is one step), else a new one."""
+    if (
+        repair.steps
+        and repair.steps[-1].action == action.value
+        and repair.steps[-1].finished is None
+    ):
+        return repair
     return replace(repair, steps=(*repair.steps, StepRecord(action.value, now)))
 
 

@@ -508,13 +508,13 @@ def _evictions(connection: Any, filters: list[ColumnElement[bool]]) -> list[OomE
 def pods_named(column: Any, named: str, dialect: str) -> ColumnElement[bool]:
     """Pods called ``named`` or named after it (``named-...``, as every controller names its
     pods: a superset of one workload's pods, read off an index leading with the pod's name; on
-    SQLite a byte range, exact under its BINARY collation, elsewhere a LIKE prefix)."""
-    if dialect == "sqlite":  # "-" + 1 is ".": [named-, named.) is every named-...
-        after = and_(column >= named + "-", column < named + ".")
-    else:
-        escaped = named.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        after = column.like(escaped + "-%", escape="\\")
-    return or_(column == named, after)
+    SQLite a byte range under its BINARY collation, elsewhere a LIKE prefix)."""
+    if dialect == "sqlite":
+        # One byte range, so that SQLite walks the index ("-" + 1 is "."): [named, named.)
+        # holds named and every named-... (and names such as "named+" no pod may have).
+        return and_(column >= named, column < named + ".")
+    escaped = named.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return or_(column == named, column.like(escaped + "-%", escape="\\"))
 
 
 def oom_report(

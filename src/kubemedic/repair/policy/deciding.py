@@ -37,6 +37,7 @@ from kubemedic.repair.policy.records import (
     Brake,
     ClusterState,
     Decision,
+    Hold,
     Kind,
     LedgerEntry,
     NodeObservation,
@@ -52,7 +53,7 @@ __all__ = ["DO_NOT_REPAIR", "decide", "repair_id"]
 DO_NOT_REPAIR = "kubemedic.io/do-not-repair"
 #: ``Plan.alerted`` also holds one key per node of an announced group (its outage).
 _OUTAGE = "correlated-node:"
-_PAUSED = ladder.Hold(Brake.PAUSED, "repairs are paused")
+_PAUSED = Hold(Brake.PAUSED, "repairs are paused")
 
 
 def repair_id(node: str, started: datetime) -> str:
@@ -119,7 +120,7 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
     wakes: list[datetime] = []
     states: dict[str, NodeState] = {}
 
-    def holding(name: str) -> ladder.Hold | None:
+    def holding(name: str) -> Hold | None:
         if settings.paused:
             return _PAUSED
         # An operator's opt-out or quarantine stops a repair in flight too: it only undoes.
@@ -129,12 +130,12 @@ def decide(state: ClusterState, settings: RepairSettings) -> Plan:
             return skip
         group = held_by.get(name)
         if group is not None:
-            return ladder.Hold(
+            return Hold(
                 Brake.CORRELATED,
                 f"{group.short()}: a control-plane, network or zone fault, not a node fault",
             )
         if name in sticky:
-            return ladder.Hold(
+            return Hold(
                 Brake.CORRELATED,
                 f"part of a correlated failure ({sticky[name]}); held until it is Ready again",
             )
@@ -332,17 +333,17 @@ def _dry_quarantined(entries: tuple[LedgerEntry, ...]) -> bool:
     return False
 
 
-def _skip(node: NodeObservation, settings: RepairSettings) -> ladder.Hold | None:
+def _skip(node: NodeObservation, settings: RepairSettings) -> Hold | None:
     """Why ``node`` is not repaired on purpose (None: it may be)."""
     if node.labels.get(ladder.QUARANTINED) == "true":
         why = node.annotations.get("kubemedic.io/quarantine-reason", "")
-        return ladder.Hold(
+        return Hold(
             Brake.QUARANTINED,
             "quarantined" + (f": {why}" if why else "") + "; `kubemedic nodes release` clears it",
         )
     flag = node.annotations.get(DO_NOT_REPAIR)
     if flag is not None and flag.strip().lower() != "false":
-        return ladder.Hold(Brake.DO_NOT_REPAIR, f"annotated {DO_NOT_REPAIR}")
+        return Hold(Brake.DO_NOT_REPAIR, f"annotated {DO_NOT_REPAIR}")
     if settings.paused:
         return _PAUSED
     return None
@@ -354,18 +355,18 @@ def _brake(
     sizes: Mapping[str, int],
     unhealthy: Mapping[str, int],
     in_flight: Mapping[str, int],
-) -> ladder.Hold | None:
+) -> Hold | None:
     pool = node.pool
     allowed = brakes.unhealthy_budget(sizes[pool], settings, pool)
     if unhealthy[pool] > allowed:
-        return ladder.Hold(
+        return Hold(
             Brake.MAX_UNHEALTHY,
             f"{unhealthy[pool]} of the {sizes[pool]} nodes of pool {pool} are unhealthy, more "
             f"than maxUnhealthy ({allowed}): a fault this wide is not repaired node by node",
         )
     limit = brakes.max_in_flight(settings, pool)
     if in_flight.get(pool, 0) >= limit:
-        return ladder.Hold(
+        return Hold(
             Brake.MAX_IN_FLIGHT,
             f"{in_flight[pool]} repair(s) in flight in pool {pool} (maxInFlight {limit})",
         )

@@ -41,6 +41,7 @@ from kubemedic.repair.policy.records import (
     Action,
     Brake,
     Decision,
+    Hold,
     Kind,
     LedgerEntry,
     NodeObservation,
@@ -50,21 +51,13 @@ from kubemedic.repair.policy.records import (
 )
 from kubemedic.repair.policy.settings import RepairSettings
 
-__all__ = ["Context", "Hold", "Move", "advance", "dry_text", "first_step", "fold", "reason_for"]
+__all__ = ["Context", "Move", "advance", "dry_text", "first_step", "fold", "reason_for"]
 
 ACK = "kubemedic.io/agent-ack"
 QUARANTINED = "kubemedic.io/quarantined"
 _EARLY = frozenset({"request", "cordon", "power", "drain"})
 #: Actions taken even while repairs are held: they undo, or they only make a node safer.
 _ALWAYS = frozenset({Action.UNFENCE, Action.UNCORDON, Action.ALERT, Action.QUARANTINE})
-
-
-@dataclass(frozen=True, slots=True)
-class Hold:
-    """What holds a repair back, and the sentence that says why."""
-
-    brake: Brake
-    why: str
 
 
 @dataclass(frozen=True, slots=True)

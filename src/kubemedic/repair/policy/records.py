@@ -22,6 +22,7 @@ __all__ = [
     "ClusterState",
     "Condition",
     "Decision",
+    "Hold",
     "Kind",
     "LedgerEntry",
     "MachineRef",
@@ -83,6 +84,14 @@ class Brake(StrEnum):
     PAUSED = "paused"  # repair.paused
     QUARANTINED = "quarantined"  # the node's label, until released
     DO_NOT_REPAIR = "do-not-repair"  # the node's annotation
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """What holds a repair back, and the sentence that says why."""
+
+    brake: Brake
+    why: str
 
 
 class Power(StrEnum):

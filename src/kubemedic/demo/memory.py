@@ -65,7 +65,7 @@ async def play(stage: Stage) -> list[Row]:
             kubeconfig=kubeconfig,
             config="{}\n",
             marker=f"cluster {CLUSTER} (",
-            extra=["--scan-interval", SCAN_INTERVAL],
+            extra=["--scan-interval", SCAN_INTERVAL, "--metrics-interval", "1m"],
         )
         await until(
             lambda: len(_checkpoints(stage.url, CLUSTER)) >= len(STREAMS),
